@@ -1,0 +1,30 @@
+# Runtime shared by every pmsn_mm config: mmpretrain's registries first, and
+# pmsn_mm imported so its modules are registered (any mmpretrain config can
+# use pmsn_mm parts by adding the `custom_imports` line below).
+default_scope = 'mmpretrain'
+custom_imports = dict(imports=['pmsn_mm'], allow_failed_imports=False)
+
+default_hooks = dict(
+    timer=dict(type='IterTimerHook'),
+    logger=dict(type='LoggerHook', interval=50),
+    param_scheduler=dict(type='ParamSchedulerHook'),
+    checkpoint=dict(type='CheckpointHook', interval=1, max_keep_ckpts=3),
+    sampler_seed=dict(type='DistSamplerSeedHook'),
+    visualization=dict(type='VisualizationHook', enable=False),
+)
+
+env_cfg = dict(
+    cudnn_benchmark=False,
+    mp_cfg=dict(mp_start_method='fork', opencv_num_threads=0),
+    # tools/train.py switches to gloo automatically when CUDA is unavailable
+    dist_cfg=dict(backend='nccl'),
+)
+
+vis_backends = [dict(type='LocalVisBackend')]
+visualizer = dict(type='UniversalVisualizer', vis_backends=vis_backends)
+
+log_processor = dict(window_size=10)
+log_level = 'INFO'
+load_from = None
+resume = False
+randomness = dict(seed=0, deterministic=False)

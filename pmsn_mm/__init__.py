@@ -1,0 +1,17 @@
+"""pmsn_mm: Prior Matching for Siamese Networks on the OpenMMLab stack.
+
+Importing this package registers every pmsn_mm module into mmpretrain's
+registries (``MODELS``, ``DATASETS``, ``DATA_SAMPLERS``, ``HOOKS``,
+``TRANSFORMS``, ``METRICS``, ...), so that any mmpretrain config can use them
+after ``custom_imports = dict(imports=['pmsn_mm'], allow_failed_imports=False)``.
+It also allow-lists the exact non-tensor types that mmengine training
+checkpoints contain, so ``--resume`` works with ``torch.load(weights_only=True)``.
+"""
+from .version import __version__
+from .utils.checkpoint import allow_checkpoint_globals
+
+allow_checkpoint_globals()
+
+from . import datasets, engine, evaluation, models  # noqa: E402,F401
+
+__all__ = ['__version__', 'allow_checkpoint_globals']

@@ -1,0 +1,332 @@
+"""Toy dataset of paper §5.1 / Fig. 3: power-law digits over uniform backgrounds."""
+import os.path as osp
+from typing import List, Optional, Sequence, Tuple
+
+import mmcv
+import numpy as np
+from mmpretrain.datasets import BaseDataset
+from mmpretrain.registry import DATASETS
+
+#: The 10 photographs scikit-image ships (``skimage.data.data_dir``) that
+#: serve as the offline background classes.
+SKIMAGE_PHOTOS = ('astronaut.png', 'brick.png', 'camera.png', 'chelsea.png',
+                  'coffee.png', 'coins.png', 'grass.png', 'moon.png',
+                  'motorcycle_left.png', 'rocket.jpg')
+CIFAR10_FILES = {
+    'train': [f'data_batch_{i}' for i in range(1, 6)] + ['batches.meta'],
+    'test': ['test_batch', 'batches.meta'],
+}
+MNIST_FILES = {
+    'train': ['train-images-idx3-ubyte', 'train-labels-idx1-ubyte'],
+    'test': ['t10k-images-idx3-ubyte', 't10k-labels-idx1-ubyte'],
+}
+BACKGROUND_SOURCES = ('skimage', 'cifar10')
+DIGIT_SOURCES = ('sklearn', 'mnist')
+LABELS = ('digit', 'background')
+SPLITS = ('train', 'test')
+#: Fraction of scikit-learn's 1,797 digits (per class) used by the train split;
+#: the rest belong to the test split, so the two never share a digit image.
+SKLEARN_TRAIN_FRACTION = 0.7
+#: Side of an offline background crop, as a fraction of the photo's short side.
+CROP_FRACTION = (0.25, 0.6)
+
+
+def power_law_probs(num_classes: int, tau: float) -> np.ndarray:
+    """Class probabilities ``p_k ∝ k^-tau`` for ranks ``k = 1..num_classes``.
+
+    Args:
+        num_classes: Number of classes.
+        tau: Power-law exponent (paper: 0.5 for the toy set).
+
+    Returns:
+        Array of shape (num_classes,) that sums to 1.
+    """
+    ranks = np.arange(1, num_classes + 1, dtype=np.float64)
+    weights = ranks**(-float(tau))
+    return weights / weights.sum()
+
+
+def _to_gray_uint8(img: np.ndarray) -> np.ndarray:
+    """RGB(A)/gray image of any dtype -> (H, W) uint8 luminance."""
+    img = np.asarray(img)
+    if img.ndim == 3:
+        img = img[..., :3].astype(np.float64) @ np.array([0.299, 0.587, 0.114])
+    if img.dtype != np.uint8:
+        img = np.asarray(img, dtype=np.float64)
+        if img.max() <= 1.0:
+            img = img * 255.0
+        img = np.clip(np.rint(img), 0, 255).astype(np.uint8)
+    return img
+
+
+def _require_files(root: str, names: Sequence[str], what: str,
+                   layout: str) -> None:
+    missing = [osp.join(root, n) for n in names
+               if not osp.isfile(osp.join(root, n))]
+    if missing:
+        raise FileNotFoundError(
+            f'{what} files are missing: {missing}. Expected the standard '
+            f'layout {layout} (no download at run time; place the files '
+            'there or change data_root).')
+
+
+@DATASETS.register_module()
+class PowerLawOverlayDataset(BaseDataset):
+    """Grayscale backgrounds with a power-law digit in the top-left corner.
+
+    The toy set of paper §5.1 (Fig. 3): each image is a grayscale background
+    whose class is uniform over the background classes, with a digit pasted
+    into its top-left ``digit_size × digit_size`` corner. Digit classes follow
+    a power law, ``P(digit = d) ∝ (d + 1)^-tau`` (digit 0 is the most
+    frequent; the paper uses tau = 0.5). Every sample keeps both labels
+    (``digit_label`` and ``background_label``); ``label`` selects which one is
+    ``gt_label``. Images are built once, deterministically from ``seed`` and
+    ``split``, and kept in memory (``N × H × W`` bytes).
+
+    Sources:
+
+    - offline default: digits from scikit-learn's bundled ``load_digits``
+      (8×8; a fixed 70/30 per-class split keeps train and test digits
+      disjoint) and 10 photographs shipped with scikit-image
+      (:data:`SKIMAGE_PHOTOS`), a random square crop per sample;
+    - real data, read from disk with mmpretrain's classes (never downloaded):
+      ``background_source='cifar10'`` reads
+      ``background_root/cifar-10-batches-py/`` (grayscaled CIFAR-10, each image
+      used at most once), ``digit_source='mnist'`` reads the extracted
+      ``digit_root/{train,t10k}-{images-idx3,labels-idx1}-ubyte``.
+
+    Each data info holds ``gt_label``, ``digit_label``, ``background_label``
+    and ``img`` (uint8, ``(H, W, channels)``). To keep both labels after
+    packing, use ``dict(type='PackInputs', meta_keys=('sample_idx',
+    'digit_label', 'background_label'))``.
+
+    Args:
+        split: ``'train'`` or ``'test'``.
+        num_samples: Number of images. Defaults to 5,000 (train) / 1,000
+            (test) offline and to the size of the CIFAR-10 split otherwise.
+        image_size: Side of the square output image, in pixels.
+        digit_size: Side of the pasted digit, in pixels (≤ image_size).
+        tau: Power-law exponent of the digit distribution (≥ 0).
+        label: Which label is ``gt_label``: ``'digit'`` or ``'background'``.
+        background_source: ``'skimage'`` (offline) or ``'cifar10'``.
+        digit_source: ``'sklearn'`` (offline) or ``'mnist'``.
+        background_root: CIFAR-10 ``data_root`` (folder holding
+            ``cifar-10-batches-py``); only for ``'cifar10'``.
+        digit_root: MNIST ``data_root``; only for ``'mnist'``.
+        channels: 3 (gray replicated, for standard backbones) or 1.
+        seed: Seed of every random choice.
+        **kwargs: Passed to :class:`mmpretrain.datasets.BaseDataset`
+            (``pipeline``, ``test_mode``, ``indices``, ...).
+    """
+
+    def __init__(self,
+                 split: str = 'train',
+                 num_samples: Optional[int] = None,
+                 image_size: int = 32,
+                 digit_size: int = 12,
+                 tau: float = 0.5,
+                 label: str = 'digit',
+                 background_source: str = 'skimage',
+                 digit_source: str = 'sklearn',
+                 background_root: str = '',
+                 digit_root: str = '',
+                 channels: int = 3,
+                 seed: int = 0,
+                 **kwargs) -> None:
+        self._check_choice('split', split, SPLITS)
+        self._check_choice('label', label, LABELS)
+        self._check_choice('background_source', background_source,
+                           BACKGROUND_SOURCES)
+        self._check_choice('digit_source', digit_source, DIGIT_SOURCES)
+        self._check_choice('channels', channels, (1, 3))
+        if not np.isfinite(tau) or tau < 0:
+            raise ValueError(f'tau must be a finite number >= 0 (0 = uniform '
+                             f'digits), but got tau={tau}.')
+        if int(digit_size) < 1:
+            raise ValueError(f'digit_size must be >= 1, got {digit_size}.')
+        if int(image_size) < int(digit_size):
+            raise ValueError(
+                f'image_size={image_size} is smaller than digit_size='
+                f'{digit_size}; the digit must fit in the image: raise '
+                'image_size or lower digit_size.')
+        if num_samples is not None and int(num_samples) < 1:
+            raise ValueError(f'num_samples must be >= 1, got {num_samples}.')
+        self.split = split
+        self.num_samples = num_samples
+        self.image_size = int(image_size)
+        self.digit_size = int(digit_size)
+        self.tau = float(tau)
+        self.label = label
+        self.background_source = background_source
+        self.digit_source = digit_source
+        self.background_root = background_root
+        self.digit_root = digit_root
+        self.channels = channels
+        self.seed = seed
+        self._images: Optional[np.ndarray] = None
+        self.background_classes: Tuple[str, ...] = ()
+        kwargs.setdefault('test_mode', split == 'test')
+        super().__init__(ann_file='', **kwargs)
+
+    @staticmethod
+    def _check_choice(name: str, value, allowed: Sequence) -> None:
+        if value not in allowed:
+            raise ValueError(
+                f'{name} must be one of {tuple(allowed)}, got {value!r}.')
+
+    # ------------------------------------------------------------ sources
+    def _load_digits(self) -> Tuple[np.ndarray, np.ndarray]:
+        """Digit images (N, h, w) uint8 and labels (N,) of this split."""
+        if self.digit_source == 'sklearn':
+            from sklearn.datasets import load_digits
+            digits = load_digits()
+            images = np.clip(digits.images * (255.0 / 16.0), 0,
+                             255).astype(np.uint8)
+            labels = digits.target.astype(np.int64)
+            # Fixed split, independent of ``seed``: train/test never overlap.
+            order = np.random.RandomState(0).permutation(len(labels))
+            keep = []
+            for d in range(10):
+                idx = order[labels[order] == d]
+                cut = int(round(len(idx) * SKLEARN_TRAIN_FRACTION))
+                keep.append(idx[:cut] if self.split == 'train' else idx[cut:])
+            keep = np.sort(np.concatenate(keep))
+            return images[keep], labels[keep]
+        from mmpretrain.datasets import MNIST
+        _require_files(self.digit_root, MNIST_FILES[self.split], 'MNIST',
+                       f"'{osp.join(self.digit_root, MNIST_FILES['train'][0])}'"
+                       ' (the extracted idx files)')
+        mnist = MNIST(
+            data_root=self.digit_root,
+            split=self.split,
+            download=False,
+            lazy_init=True)
+        data = mnist.load_data_list()
+        images = np.stack([_to_gray_uint8(d['img']) for d in data])
+        labels = np.array([int(d['gt_label']) for d in data], dtype=np.int64)
+        return images, labels
+
+    def _load_cifar10(self) -> Tuple[List[np.ndarray], np.ndarray]:
+        from mmpretrain.datasets import CIFAR10
+        folder = osp.join(self.background_root, CIFAR10.base_folder)
+        _require_files(folder, CIFAR10_FILES[self.split], 'CIFAR-10',
+                       f"'{folder}/data_batch_1..5, test_batch, batches.meta'"
+                       ' (python version)')
+        cifar = CIFAR10(
+            data_root=self.background_root,
+            split=self.split,
+            download=False,
+            lazy_init=True)
+        data = cifar.load_data_list()
+        self.background_classes = tuple(cifar.CLASSES)
+        images = [_to_gray_uint8(d['img']) for d in data]
+        labels = np.array([int(d['gt_label']) for d in data], dtype=np.int64)
+        return images, labels
+
+    def _backgrounds(self, rng: np.random.Generator,
+                     num: Optional[int]) -> Tuple[np.ndarray, np.ndarray]:
+        """Background images (N, S, S) uint8 and their class labels (N,)."""
+        size = (self.image_size, self.image_size)
+        if self.background_source == 'cifar10':
+            images, labels = self._load_cifar10()
+            num = len(images) if num is None else num
+            if num > len(images):
+                raise ValueError(
+                    f'num_samples={num} exceeds the {len(images)} CIFAR-10 '
+                    f'{self.split} images (each is used at most once).')
+            pick = rng.permutation(len(images))[:num]
+            out = np.stack([
+                mmcv.imresize(images[i], size, interpolation='area')
+                if images[i].shape != size else images[i] for i in pick
+            ])
+            return out, labels[pick]
+        import skimage
+        from skimage import io
+        num = (5000 if self.split == 'train' else 1000) if num is None else num
+        photos = [
+            _to_gray_uint8(io.imread(osp.join(skimage.data.data_dir, name)))
+            for name in SKIMAGE_PHOTOS
+        ]
+        self.background_classes = tuple(
+            osp.splitext(n)[0] for n in SKIMAGE_PHOTOS)
+        labels = rng.integers(0, len(photos), size=num)
+        fractions = rng.uniform(*CROP_FRACTION, size=num)
+        corners = rng.uniform(size=(num, 2))
+        out = np.empty((num, *size), dtype=np.uint8)
+        for i, (c, f, (u, v)) in enumerate(zip(labels, fractions, corners)):
+            photo = photos[c]
+            side = max(self.image_size, int(f * min(photo.shape)))
+            y = int(u * (photo.shape[0] - side + 1))
+            x = int(v * (photo.shape[1] - side + 1))
+            crop = photo[y:y + side, x:x + side]
+            out[i] = mmcv.imresize(crop, size, interpolation='area')
+        return out, labels.astype(np.int64)
+
+    # ------------------------------------------------------------ dataset
+    def load_data_list(self) -> List[dict]:
+        """Build the images and return label-only data infos."""
+        rng = np.random.default_rng([self.seed, SPLITS.index(self.split)])
+        backgrounds, bg_labels = self._backgrounds(rng, self.num_samples)
+        num = len(backgrounds)
+        digit_images, digit_labels_all = self._load_digits()
+        digit_labels = rng.choice(
+            10, size=num, p=power_law_probs(10, self.tau)).astype(np.int64)
+        pool = [np.flatnonzero(digit_labels_all == d) for d in range(10)]
+        for d in range(10):
+            if len(pool[d]) == 0:
+                raise ValueError(f'digit source {self.digit_source!r} has no '
+                                 f'image of digit {d} in split {self.split!r}.')
+        which = np.empty(num, dtype=np.int64)
+        for d in range(10):
+            rows = np.flatnonzero(digit_labels == d)
+            which[rows] = pool[d][rng.integers(0, len(pool[d]), len(rows))]
+        s = self.digit_size
+        resized = {
+            j: mmcv.imresize(digit_images[j], (s, s), interpolation='bilinear')
+            for j in np.unique(which)
+        }
+        for i, j in enumerate(which):
+            backgrounds[i, :s, :s] = resized[j]
+        self._images = backgrounds
+        if self._metainfo.get('classes') is None:
+            self._metainfo['classes'] = (
+                tuple(str(d) for d in range(10))
+                if self.label == 'digit' else self.background_classes)
+        gt = digit_labels if self.label == 'digit' else bg_labels
+        return [
+            dict(
+                image_index=i,
+                gt_label=int(gt[i]),
+                digit_label=int(digit_labels[i]),
+                background_label=int(bg_labels[i])) for i in range(num)
+        ]
+
+    def get_data_info(self, idx: int) -> dict:
+        """Data info of ``idx`` with its image attached under ``img``."""
+        info = super().get_data_info(idx)
+        img = self._images[info['image_index']]
+        info['img'] = (np.repeat(img[..., None], 3, axis=-1)
+                       if self.channels == 3 else img[..., None].copy())
+        return info
+
+    def _labels(self, key: str) -> np.ndarray:
+        # BaseDataset.get_data_info: the label-only info, no image attached.
+        return np.array([
+            BaseDataset.get_data_info(self, i)[key] for i in range(len(self))
+        ], dtype=np.int64)
+
+    def get_digit_labels(self) -> np.ndarray:
+        """Digit label of every sample, shape (N,)."""
+        return self._labels('digit_label')
+
+    def get_background_labels(self) -> np.ndarray:
+        """Background label of every sample, shape (N,)."""
+        return self._labels('background_label')
+
+    def extra_repr(self) -> List[str]:
+        return [
+            f'Split: {self.split}', f'Label: {self.label}',
+            f'Digits: {self.digit_source} (tau={self.tau})',
+            f'Backgrounds: {self.background_source}',
+            f'Image size: {self.image_size}, digit size: {self.digit_size}'
+        ]

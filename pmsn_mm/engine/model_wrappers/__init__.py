@@ -1,0 +1,3 @@
+from .device_aware_ddp import DeviceAwareDistributedDataParallel
+
+__all__ = ['DeviceAwareDistributedDataParallel']

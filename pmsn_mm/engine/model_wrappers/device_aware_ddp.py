@@ -1,0 +1,46 @@
+"""DDP wrapper that also works for CPU-only (gloo) training."""
+from typing import Any, Optional, Sequence
+
+import torch.nn as nn
+from mmengine.logging import print_log
+from mmengine.model import MMDistributedDataParallel, revert_sync_batchnorm
+# mmengine's runner resolves wrappers with the root registry's ``get`` (no
+# default scope), so this one is registered there rather than in mmpretrain's.
+from mmengine.registry import MODEL_WRAPPERS
+
+
+@MODEL_WRAPPERS.register_module()
+class DeviceAwareDistributedDataParallel(MMDistributedDataParallel):
+    """:class:`MMDistributedDataParallel` that drops ``device_ids`` on CPU.
+
+    mmengine's runner always passes ``device_ids=[LOCAL_RANK]`` to DDP
+    wrappers, which torch rejects for a module whose parameters live on the
+    CPU. This wrapper passes ``device_ids=None`` in that case and behaves
+    exactly like :class:`MMDistributedDataParallel` otherwise.
+    ``tools/train.py`` selects it automatically when CUDA is unavailable.
+
+    Args:
+        module: The model to wrap.
+        device_ids: CUDA devices of this process; ignored for CPU modules.
+        detect_anomalous_params: See :class:`MMDistributedDataParallel`.
+        **kwargs: Passed to :class:`torch.nn.parallel.DistributedDataParallel`.
+    """
+
+    def __init__(self,
+                 module: nn.Module,
+                 device_ids: Optional[Sequence[int]] = None,
+                 detect_anomalous_params: bool = False,
+                 **kwargs: Any) -> None:
+        first_param = next(module.parameters(), None)
+        if first_param is None or first_param.device.type == 'cpu':
+            device_ids = None
+            module = revert_sync_batchnorm(module)
+            print_log(
+                'CPU distributed training: SyncBN layers (if any) run as '
+                'per-process BatchNorm.',
+                logger='current')
+        super().__init__(
+            module=module,
+            device_ids=device_ids,
+            detect_anomalous_params=detect_anomalous_params,
+            **kwargs)

@@ -1,0 +1,89 @@
+"""Safe resume: allow-list exactly the non-tensor types of mmengine checkpoints.
+
+Since torch 2.6, ``torch.load`` defaults to ``weights_only=True``, which
+refuses every global that is not explicitly allow-listed. mmengine 0.10.x
+training checkpoints carry a ``message_hub`` state with
+:class:`mmengine.logging.HistoryBuffer` objects (numpy arrays inside, and the
+buffer's statistic methods pickled as ``getattr(HistoryBuffer, 'min')``) and
+numpy scalars in the runtime info, so ``--resume`` dies with
+``Weights only load failed ... HistoryBuffer``.
+
+Instead of turning ``weights_only`` off, :func:`allow_checkpoint_globals`
+allow-lists exactly those types. ``builtins.getattr`` is *not* allowed as
+such: the name is mapped to :func:`restricted_getattr`, which only resolves
+the four statistic methods of ``HistoryBuffer`` and refuses everything else.
+Any other global in a checkpoint is still refused by torch.
+"""
+from typing import Any, Callable, List, Tuple, Union
+
+import numpy as np
+import torch
+from mmengine.logging import HistoryBuffer
+
+#: Dtypes of the numpy arrays and scalars in mmengine's message hub: float
+#: histories and ETA (float64), counts (int64).
+CHECKPOINT_DTYPES = ('float64', 'int64')
+
+#: Attributes that mmengine checkpoints look up with ``getattr`` while
+#: unpickling, per allowed owner.
+ALLOWED_GETATTR = {HistoryBuffer: frozenset({'min', 'max', 'current', 'mean'})}
+
+
+def restricted_getattr(obj: Any, name: str) -> Any:
+    """``getattr`` limited to :data:`ALLOWED_GETATTR`.
+
+    Args:
+        obj: The object the checkpoint looks an attribute up on.
+        name: The attribute name.
+
+    Returns:
+        The attribute, if ``(obj, name)`` is allow-listed.
+
+    Raises:
+        pickle.UnpicklingError: For any other lookup.
+    """
+    import pickle
+    allowed = ALLOWED_GETATTR.get(obj, frozenset()) if isinstance(
+        obj, type) else frozenset()
+    if name not in allowed:
+        raise pickle.UnpicklingError(
+            f'Refusing getattr({obj!r}, {name!r}) while loading a checkpoint '
+            'with weights_only=True: only '
+            f'{ {k.__name__: sorted(v) for k, v in ALLOWED_GETATTR.items()} } '
+            'are allowed.')
+    return getattr(obj, name)
+
+
+def _qualified(fn: Callable) -> Tuple[Callable, str]:
+    return fn, f'{fn.__module__}.{fn.__name__}'
+
+
+def checkpoint_safe_globals() -> List[Union[Callable, Tuple[Callable, str]]]:
+    """The exact globals mmengine 0.10 training checkpoints contain.
+
+    Numpy's reconstruct helpers are found through numpy's own ``__reduce__``
+    so the names match numpy 1.x (``numpy.core``) and 2.x (``numpy._core``).
+
+    Returns:
+        A list for :func:`torch.serialization.add_safe_globals`.
+    """
+    array_reconstruct = np.zeros(1).__reduce__()[0]
+    scalar_reconstruct = np.float64(0).__reduce__()[0]
+    return [
+        HistoryBuffer,
+        np.ndarray,
+        np.dtype,
+        # dtype classes of the arrays and scalars mmengine logs
+        *(type(np.dtype(name)) for name in CHECKPOINT_DTYPES),
+        _qualified(array_reconstruct),
+        _qualified(scalar_reconstruct),
+        (restricted_getattr, 'builtins.getattr'),
+    ]
+
+
+def allow_checkpoint_globals() -> None:
+    """Allow-list :func:`checkpoint_safe_globals` for ``weights_only`` loads.
+
+    Idempotent; called when :mod:`pmsn_mm` is imported.
+    """
+    torch.serialization.add_safe_globals(checkpoint_safe_globals())

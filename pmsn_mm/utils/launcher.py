@@ -1,0 +1,74 @@
+"""Distributed set-up for machines without CUDA (gloo backend)."""
+import os
+import subprocess
+
+import torch
+import torch.distributed as dist
+from mmengine.config import Config
+from mmengine.logging import print_log
+
+CPU_LAUNCHERS = ('pytorch', 'slurm')
+
+
+def _slurm_env_to_torch_env() -> None:
+    """Translate SLURM's variables into the ``env://`` ones torch reads."""
+    os.environ.setdefault('RANK', os.environ['SLURM_PROCID'])
+    os.environ.setdefault('WORLD_SIZE', os.environ['SLURM_NTASKS'])
+    os.environ.setdefault('LOCAL_RANK', os.environ.get('SLURM_LOCALID', '0'))
+    if 'MASTER_ADDR' not in os.environ:
+        node_list = os.environ['SLURM_NODELIST']
+        first = subprocess.getoutput(
+            f'scontrol show hostname {node_list} | head -n1')
+        os.environ['MASTER_ADDR'] = first
+    os.environ.setdefault('MASTER_PORT', '29500')
+
+
+def setup_cpu_distributed(cfg: Config, launcher: str) -> bool:
+    """Prepare a distributed run on CPU: gloo process group + CPU DDP.
+
+    mmengine's ``init_dist`` calls ``torch.cuda.set_device`` and its runner
+    passes CUDA ``device_ids`` to DDP, so neither works without CUDA. When
+    CUDA is unavailable and a launcher is used, this initialises the process
+    group with the gloo backend from the launcher's environment (mmengine
+    then skips its own ``init_dist``) and switches the model wrapper to
+    :class:`~pmsn_mm.engine.model_wrappers.DeviceAwareDistributedDataParallel`.
+    With CUDA, or with ``launcher='none'``, it does nothing.
+
+    Args:
+        cfg: The training config; ``env_cfg.dist_cfg`` and
+            ``model_wrapper_cfg`` are updated in place.
+        launcher: ``'none'``, ``'pytorch'`` (torchrun) or ``'slurm'``.
+
+    Returns:
+        True if the CPU distributed set-up was applied.
+
+    Raises:
+        ValueError: For a launcher that cannot run on CPU here.
+    """
+    if launcher == 'none' or torch.cuda.is_available():
+        return False
+    if launcher not in CPU_LAUNCHERS:
+        raise ValueError(
+            f'launcher={launcher!r} is not supported without CUDA; use one '
+            f'of {CPU_LAUNCHERS} (tools/dist_train.sh uses pytorch).')
+    if launcher == 'slurm':
+        _slurm_env_to_torch_env()
+    if not dist.is_initialized():
+        dist.init_process_group(
+            backend='gloo',
+            rank=int(os.environ['RANK']),
+            world_size=int(os.environ['WORLD_SIZE']))
+    print_log(
+        f'CUDA unavailable: using the gloo backend (rank {dist.get_rank()} '
+        f'of {dist.get_world_size()}).',
+        logger='current')
+    env_cfg = cfg.setdefault('env_cfg', dict())
+    env_cfg.setdefault('dist_cfg', dict())['backend'] = 'gloo'
+    wrapper = cfg.get('model_wrapper_cfg') or dict(
+        broadcast_buffers=False,
+        find_unused_parameters=cfg.get('find_unused_parameters', False))
+    if wrapper.get('type', 'MMDistributedDataParallel') in (
+            'MMDistributedDataParallel', 'DeviceAwareDistributedDataParallel'):
+        wrapper['type'] = 'DeviceAwareDistributedDataParallel'
+    cfg.model_wrapper_cfg = wrapper
+    return True

@@ -1,0 +1,47 @@
+"""setup_cpu_distributed: gloo process group + CPU DDP wrapper without CUDA."""
+import os
+import socket
+from unittest import mock
+
+import pytest
+import torch.distributed as dist
+from mmengine.config import Config
+
+from pmsn_mm.utils import setup_cpu_distributed
+
+
+def test_no_launcher_changes_nothing():
+    cfg = Config(dict(env_cfg=dict(dist_cfg=dict(backend='nccl'))))
+    assert setup_cpu_distributed(cfg, 'none') is False
+    assert cfg.env_cfg.dist_cfg.backend == 'nccl'
+    assert 'model_wrapper_cfg' not in cfg
+
+
+def test_unsupported_launcher_on_cpu():
+    with mock.patch('torch.cuda.is_available', return_value=False):
+        with pytest.raises(ValueError, match="launcher='mpi'"):
+            setup_cpu_distributed(Config(dict()), 'mpi')
+
+
+def test_pytorch_launcher_on_cpu_uses_gloo_and_cpu_ddp():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+    env = dict(RANK='0', WORLD_SIZE='1', LOCAL_RANK='0',
+               MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port))
+    cfg = Config(dict(env_cfg=dict(dist_cfg=dict(backend='nccl')),
+                      find_unused_parameters=True))
+    with mock.patch.dict(os.environ, env), \
+            mock.patch('torch.cuda.is_available', return_value=False):
+        try:
+            assert setup_cpu_distributed(cfg, 'pytorch') is True
+            assert dist.is_initialized()
+            assert dist.get_backend() == 'gloo'
+        finally:
+            if dist.is_initialized():
+                dist.destroy_process_group()
+    assert cfg.env_cfg.dist_cfg.backend == 'gloo'
+    assert cfg.model_wrapper_cfg == dict(
+        type='DeviceAwareDistributedDataParallel',
+        broadcast_buffers=False,
+        find_unused_parameters=True)

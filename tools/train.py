@@ -1,0 +1,105 @@
+"""Train a model from a config (OpenMMLab style).
+
+Examples:
+    python tools/train.py configs/pmsn/CONFIG.py
+    python tools/train.py CONFIG --work-dir work_dirs/x --resume
+    bash tools/dist_train.sh CONFIG 8
+"""
+import argparse
+import os
+import os.path as osp
+
+import torch
+from mmengine.config import Config, DictAction
+from mmengine.runner import Runner
+
+import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
+from mmpretrain.registry import RUNNERS
+from pmsn_mm.utils import setup_cpu_distributed
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description='Train a model')
+    parser.add_argument('config', help='train config file path')
+    parser.add_argument('--work-dir', help='the dir to save logs and models')
+    parser.add_argument(
+        '--resume',
+        nargs='?',
+        type=str,
+        const='auto',
+        help='resume from the given checkpoint; without a path, resume from '
+        'the latest checkpoint in the work dir')
+    parser.add_argument(
+        '--amp', action='store_true', help='automatic mixed precision (CUDA)')
+    parser.add_argument(
+        '--no-validate',
+        action='store_true',
+        help='do not evaluate checkpoints during training')
+    parser.add_argument(
+        '--auto-scale-lr',
+        action='store_true',
+        help='scale the lr by the actual total batch size')
+    parser.add_argument(
+        '--cfg-options',
+        nargs='+',
+        action=DictAction,
+        help='override config settings, e.g. train_cfg.max_iters=10')
+    parser.add_argument(
+        '--launcher',
+        choices=['none', 'pytorch', 'slurm', 'mpi'],
+        default='none',
+        help='job launcher')
+    parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
+    args = parser.parse_args(argv)
+    if 'LOCAL_RANK' not in os.environ:
+        os.environ['LOCAL_RANK'] = str(args.local_rank)
+    return args
+
+
+def merge_args(cfg: Config, args: argparse.Namespace) -> Config:
+    """Apply the command-line flags to the config."""
+    cfg.launcher = args.launcher
+    if args.work_dir is not None:
+        cfg.work_dir = args.work_dir
+    elif cfg.get('work_dir', None) is None:
+        cfg.work_dir = osp.join('./work_dirs',
+                                osp.splitext(osp.basename(args.config))[0])
+    if args.amp:
+        if not torch.cuda.is_available():
+            raise ValueError('--amp needs a CUDA device; drop --amp on CPU.')
+        wrapper_type = cfg.optim_wrapper.get('type', 'OptimWrapper')
+        if wrapper_type not in ('OptimWrapper', 'AmpOptimWrapper'):
+            raise ValueError(f'--amp works with OptimWrapper, not the '
+                             f'configured {wrapper_type}.')
+        cfg.optim_wrapper.type = 'AmpOptimWrapper'
+        cfg.optim_wrapper.setdefault('loss_scale', 'dynamic')
+    if args.resume == 'auto':
+        cfg.resume = True
+        cfg.load_from = None
+    elif args.resume is not None:
+        cfg.resume = True
+        cfg.load_from = args.resume
+    if args.no_validate:
+        cfg.val_cfg = None
+        cfg.val_dataloader = None
+        cfg.val_evaluator = None
+    if args.auto_scale_lr:
+        cfg.setdefault('auto_scale_lr', dict())['enable'] = True
+    if args.cfg_options is not None:
+        cfg.merge_from_dict(args.cfg_options)
+    return cfg
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    cfg = merge_args(Config.fromfile(args.config), args)
+    setup_cpu_distributed(cfg, args.launcher)
+    if 'runner_type' not in cfg:
+        runner = Runner.from_cfg(cfg)
+    else:
+        runner = RUNNERS.build(cfg)
+    runner.train()
+
+
+if __name__ == '__main__':
+    main()
