@@ -1,0 +1,334 @@
+"""PMSN loss: MSN's cross-entropy plus a KL penalty towards a cluster prior.
+
+Paper eq. (msn_prior) (PMSN)::
+
+    (1 / N) * sum_i H(p_i^+, p_i) + lambda * KL(p_mean || prior)
+
+With ``UniformPrior`` the penalty is ``lambda * (sum_k p_mean_k log p_mean_k
++ log K)``, the official MSN me-max term, so PMSN with a uniform prior is MSN
+(eq. (msn)). Behaviour follows ``init_msn_loss`` of the official MSN code
+(facebookresearch/msn, ``src/losses.py``).
+"""
+import math
+from typing import Dict, Optional, Union
+
+import torch
+import torch.nn.functional as F
+from mmpretrain.registry import MODELS
+from torch import Tensor, nn
+
+from ..utils.dist import all_reduce_mean_with_grad, all_reduce_sum
+from ..utils.sinkhorn import distributed_sinkhorn
+
+KL_DIRECTIONS = ('forward', 'reverse')
+
+
+def prototype_log_probabilities(x: Tensor,
+                                prototypes: Tensor,
+                                temperature: float,
+                                label_smoothing: float = 0.0) -> Tensor:
+    """Log of MSN's soft-nearest-neighbour prototype probabilities.
+
+    ``p = softmax(normalize(x) @ normalize(prototypes).T / temperature)
+    @ proto_labels`` with ``proto_labels`` the label-smoothed identity
+    (off-diagonal ``s / K``, diagonal ``1 - s + s / K``), i.e.
+    ``p = (1 - s) * softmax(...) + s / K``. Computed in log space
+    (``log_softmax``, ``logaddexp``), so ``log p`` is finite even where
+    ``p`` underflows.
+
+    Args:
+        x: Tensor of shape (N, D), embeddings.
+        prototypes: Tensor of shape (K, D).
+        temperature: Cosine-similarity temperature, > 0.
+        label_smoothing: Smoothing ``s`` of the prototype labels, in [0, 1).
+
+    Returns:
+        Tensor of shape (N, K): ``log p``.
+    """
+    logits = F.normalize(x, dim=1) @ F.normalize(prototypes, dim=1).t()
+    log_probs = F.log_softmax(logits / temperature, dim=1)
+    if label_smoothing > 0:
+        num_protos = prototypes.shape[0]
+        log_probs = torch.logaddexp(
+            log_probs + math.log1p(-label_smoothing),
+            torch.full_like(log_probs, math.log(label_smoothing / num_protos)))
+    return log_probs
+
+
+def sharpen(probs: Tensor, temperature: float) -> Tensor:
+    """MSN sharpening ``p ** (1 / T) / sum_k p_k ** (1 / T)``, per row.
+
+    Computed as ``softmax(log(p) / T)`` (same value, no underflow of the
+    powers).
+
+    Args:
+        probs: Tensor of shape (N, K), rows are probability vectors.
+        temperature: Sharpening temperature T, > 0.
+
+    Returns:
+        Tensor of shape (N, K), rows sum to 1.
+    """
+    return F.softmax(torch.log(probs) / temperature, dim=1)
+
+
+def kl_divergence(p: Tensor, q: Tensor) -> Tensor:
+    """``KL(p || q) = sum_k p_k (log p_k - log q_k)`` with a tiny floor.
+
+    Inside the logs only, both arguments are floored at
+    ``torch.finfo(dtype).tiny`` so that an empty entry (``p_k = 0`` or
+    ``q_k = 0``) gives a finite value and finite gradients: ``0 * log(tiny)
+    = 0``. No other clamping.
+
+    Args:
+        p: Tensor of shape (K,), a probability vector.
+        q: Tensor of shape (K,), a probability vector.
+
+    Returns:
+        Scalar tensor.
+    """
+    tiny = torch.finfo(p.dtype).tiny
+    return torch.sum(
+        p * (torch.log(p.clamp_min(tiny)) - torch.log(q.clamp_min(tiny))))
+
+
+def entropy(p: Tensor, log_p: Optional[Tensor] = None) -> Tensor:
+    """Shannon entropy along the last dim, ``-sum_k p_k log p_k``.
+
+    Args:
+        p: Tensor of shape (..., K).
+        log_p: Optional ``log p`` of the same shape (finite where
+            ``p == 0``); defaults to ``log(max(p, tiny))``.
+
+    Returns:
+        Tensor of shape (...).
+    """
+    if log_p is None:
+        log_p = torch.log(p.clamp_min(torch.finfo(p.dtype).tiny))
+    return -torch.sum(p * log_p, dim=-1)
+
+
+def _check_positive(name: str, value: float) -> None:
+    if not (isinstance(value,
+                       (int, float)) and math.isfinite(value) and value > 0):
+        raise ValueError(f'{name} must be in (0, inf) but is {value!r}.')
+
+
+@MODELS.register_module()
+class PMSNLoss(nn.Module):
+    """Prior-matching MSN loss, paper eq. (msn_prior); MSN eq. (msn) when
+    the prior is uniform.
+
+    ``loss = mean_i H(p_i^+, p_i) + prior_weight * KL(p_mean || prior)
+    [+ entropy_weight * mean_i H(p_i)]``, where ``p_i`` are the anchor
+    prototype probabilities (:func:`prototype_log_probabilities`),
+    ``p_i^+ = sharpen(p(target_i), sharpen_temperature)`` (no gradient,
+    optionally Sinkhorn-balanced over the global batch) and ``p_mean`` is the
+    mean of all anchor probabilities over all views and all ranks (see
+    :func:`~pmsn_mm.models.utils.all_reduce_mean_with_grad` for why its
+    gradient is exact under DDP; ranks are assumed to hold equal batches).
+
+    Args:
+        temperature: Cosine-similarity temperature, > 0. Defaults to 0.1.
+        sharpen_temperature: Target sharpening temperature T, > 0; can be
+            changed during training with :meth:`set_sharpen_temperature`.
+            Defaults to 0.25.
+        prior_weight: lambda, >= 0. Defaults to 1.0.
+        label_smoothing: Prototype label smoothing, in [0, 1).
+            Defaults to 0.0.
+        use_sinkhorn: Balance targets with distributed Sinkhorn-Knopp.
+            Defaults to False.
+        sinkhorn_iterations: Sinkhorn iterations, >= 1. Defaults to 3.
+        entropy_weight: Weight of the mean per-anchor entropy, >= 0; the
+            term is only computed and returned when > 0. Defaults to 0.0.
+        kl_direction: ``'forward'``: KL(p_mean || prior), the paper's eq.
+            (msn_prior); ``'reverse'``: KL(prior || p_mean), as in lightly.
+            Defaults to ``'forward'``.
+        prior: Config of a prior (``UniformPrior``, ``PowerLawPrior``,
+            ``ClassPrior``, ``FilePrior``) or a built ``BasePrior``.
+            Defaults to ``dict(type='UniformPrior')``.
+
+    Returned dict (all tensors): ``loss_ce``, ``loss_prior`` (=
+    ``prior_weight * prior_kl``), ``loss_entropy`` (only if
+    ``entropy_weight > 0``) -- summed by mmengine -- and the detached,
+    global-batch statistics ``prior_kl``, ``mean_probs_entropy`` (entropy of
+    p_mean), ``num_prototypes_used`` (distinct argmax of the targets) and
+    ``max_target_prob`` (mean over targets of their max probability).
+    """
+
+    def __init__(self,
+                 temperature: float = 0.1,
+                 sharpen_temperature: float = 0.25,
+                 prior_weight: float = 1.0,
+                 label_smoothing: float = 0.0,
+                 use_sinkhorn: bool = False,
+                 sinkhorn_iterations: int = 3,
+                 entropy_weight: float = 0.0,
+                 kl_direction: str = 'forward',
+                 prior: Optional[Union[dict, nn.Module]] = None) -> None:
+        super().__init__()
+        _check_positive('temperature', temperature)
+        _check_positive('sharpen_temperature', sharpen_temperature)
+        if not (isinstance(prior_weight, (int, float))
+                and math.isfinite(prior_weight) and prior_weight >= 0):
+            raise ValueError(
+                f'prior_weight must be in [0, inf) but is {prior_weight!r}.')
+        if not (isinstance(label_smoothing,
+                           (int, float)) and 0 <= label_smoothing < 1):
+            raise ValueError('label_smoothing must be in [0, 1) but is '
+                             f'{label_smoothing!r}.')
+        if (isinstance(sinkhorn_iterations, bool)
+                or not isinstance(sinkhorn_iterations, int)
+                or sinkhorn_iterations < 1):
+            raise ValueError('sinkhorn_iterations must be an int >= 1 but is '
+                             f'{sinkhorn_iterations!r}.')
+        if not (isinstance(entropy_weight, (int, float))
+                and math.isfinite(entropy_weight) and entropy_weight >= 0):
+            raise ValueError('entropy_weight must be in [0, inf) but is '
+                             f'{entropy_weight!r}.')
+        if kl_direction not in KL_DIRECTIONS:
+            raise ValueError(f'kl_direction must be one of {KL_DIRECTIONS} '
+                             f'but is {kl_direction!r}.')
+        self.temperature = float(temperature)
+        self.sharpen_temperature = float(sharpen_temperature)
+        self.prior_weight = float(prior_weight)
+        self.label_smoothing = float(label_smoothing)
+        self.use_sinkhorn = bool(use_sinkhorn)
+        self.sinkhorn_iterations = sinkhorn_iterations
+        self.entropy_weight = float(entropy_weight)
+        self.kl_direction = kl_direction
+        if prior is None:
+            prior = dict(type='UniformPrior')
+        self.prior = MODELS.build(prior) if isinstance(prior, dict) else prior
+        # Prior probabilities per (K, device, dtype); a plain attribute, not
+        # a buffer, so it is neither checkpointed nor broadcast by DDP.
+        self._prior_cache: Dict[tuple, Tensor] = {}
+
+    def set_sharpen_temperature(self, temperature: float) -> None:
+        """Set the target sharpening temperature (called by a hook).
+
+        Args:
+            temperature: New T, > 0.
+        """
+        _check_positive('sharpen_temperature', temperature)
+        self.sharpen_temperature = float(temperature)
+
+    def prior_probs(self, num_prototypes: int, device: torch.device,
+                    dtype: torch.dtype) -> Tensor:
+        """The prior as a tensor (float64 math), cached.
+
+        Args:
+            num_prototypes: K.
+            device: Target device.
+            dtype: Target dtype.
+
+        Returns:
+            Tensor of shape (K,).
+        """
+        key = (num_prototypes, torch.device(device), dtype)
+        if key not in self._prior_cache:
+            probs = self.prior(num_prototypes, torch.float64)
+            self._prior_cache[key] = probs.to(device=device, dtype=dtype)
+        return self._prior_cache[key]
+
+    @staticmethod
+    def _check_shapes(anchors: Tensor, targets: Tensor,
+                      prototypes: Tensor) -> None:
+        shapes = (f'anchors {tuple(anchors.shape)}, targets '
+                  f'{tuple(targets.shape)}, prototypes '
+                  f'{tuple(prototypes.shape)}')
+        if anchors.dim() != 2 or targets.dim() != 2 or prototypes.dim() != 2:
+            raise ValueError('anchors (B * V, D), targets (B, D) and '
+                             f'prototypes (K, D) must be 2-D, got {shapes}.')
+        if targets.shape[0] == 0 or anchors.shape[0] % targets.shape[0]:
+            raise ValueError('anchors rows (B * V) must be a positive '
+                             f'multiple of targets rows (B), got {shapes}.')
+        if not anchors.shape[1] == targets.shape[1] == prototypes.shape[1]:
+            raise ValueError('anchors, targets and prototypes must have the '
+                             f'same feature dim D, got {shapes}.')
+
+    def forward(self, anchors: Tensor, targets: Tensor,
+                prototypes: Tensor) -> Dict[str, Tensor]:
+        """Compute the PMSN loss.
+
+        Args:
+            anchors: Tensor of shape (B * V, D), view-major: rows
+                ``[v * B:(v + 1) * B]`` are view ``v`` of the B images.
+            targets: Tensor of shape (B, D), target-view embeddings; used
+                without gradient.
+            prototypes: Tensor of shape (K, D); pass the Parameter itself so
+                that prototypes learn.
+
+        Returns:
+            Dict of tensors, see the class docstring.
+        """
+        self._check_shapes(anchors, targets, prototypes)
+        # Half-precision inputs (AMP) are computed in float32, as in MSN.
+        anchors, targets, prototypes = (
+            t.float() if t.dtype in (torch.float16, torch.bfloat16) else t
+            for t in (anchors, targets, prototypes))
+        num_views = anchors.shape[0] // targets.shape[0]
+        num_protos = prototypes.shape[0]
+
+        # Anchor predictions p_i.
+        log_probs = prototype_log_probabilities(anchors, prototypes,
+                                                self.temperature,
+                                                self.label_smoothing)
+        probs = log_probs.exp()
+
+        # Targets p_i^+ (no gradient).
+        with torch.no_grad():
+            target_probs = prototype_log_probabilities(
+                targets.detach(), prototypes.detach(), self.temperature,
+                self.label_smoothing).exp()
+            target_probs = sharpen(target_probs, self.sharpen_temperature)
+            if self.use_sinkhorn:
+                target_probs = distributed_sinkhorn(target_probs,
+                                                    self.sinkhorn_iterations)
+        repeated_targets = target_probs.repeat(num_views, 1)
+
+        # mean_i H(p_i^+, p_i)
+        loss_ce = -torch.sum(repeated_targets * log_probs, dim=1).mean()
+
+        # KL between p_mean (global over views and ranks) and the prior.
+        mean_probs = all_reduce_mean_with_grad(probs.mean(dim=0))
+        prior = self.prior_probs(num_protos, probs.device, probs.dtype)
+        if self.kl_direction == 'forward':
+            prior_kl = kl_divergence(mean_probs, prior)
+        else:
+            prior_kl = kl_divergence(prior, mean_probs)
+
+        losses = dict(loss_ce=loss_ce, loss_prior=self.prior_weight * prior_kl)
+        if self.entropy_weight > 0:
+            losses['loss_entropy'] = self.entropy_weight * entropy(
+                probs, log_probs).mean()
+        losses.update(self._stats(target_probs, mean_probs.detach(), prior_kl))
+        return losses
+
+    @staticmethod
+    @torch.no_grad()
+    def _stats(target_probs: Tensor, mean_probs: Tensor,
+               prior_kl: Tensor) -> Dict[str, Tensor]:
+        """Global-batch statistics from one all-reduce of (K + 2) values."""
+        num_protos = target_probs.shape[1]
+        used = torch.zeros(
+            num_protos, dtype=torch.float64, device=target_probs.device)
+        used[target_probs.argmax(dim=1)] = 1.0
+        max_sum = target_probs.max(dim=1).values.sum().double().reshape(1)
+        count = used.new_tensor([float(target_probs.shape[0])])
+        totals = all_reduce_sum(torch.cat([used, max_sum, count]))
+        dtype = target_probs.dtype
+        return dict(
+            prior_kl=prior_kl.detach(),
+            mean_probs_entropy=entropy(mean_probs),
+            num_prototypes_used=(totals[:num_protos] > 0).sum().to(dtype),
+            max_target_prob=(totals[num_protos] / totals[-1]).to(dtype))
+
+    def extra_repr(self) -> str:
+        return (f'temperature={self.temperature}, '
+                f'sharpen_temperature={self.sharpen_temperature}, '
+                f'prior_weight={self.prior_weight}, '
+                f'label_smoothing={self.label_smoothing}, '
+                f'use_sinkhorn={self.use_sinkhorn}, '
+                f'sinkhorn_iterations={self.sinkhorn_iterations}, '
+                f'entropy_weight={self.entropy_weight}, '
+                f'kl_direction={self.kl_direction!r}')

@@ -1,0 +1,84 @@
+"""MSN projection head (neck)."""
+from collections import OrderedDict
+from typing import Optional, Sequence, Tuple, Union
+
+from mmengine.model import BaseModule
+from mmpretrain.registry import MODELS
+from torch import Tensor, nn
+
+
+@MODELS.register_module()
+class MSNProjector(BaseModule):
+    """3-layer MLP projector of MSN (``init_model`` in official
+    ``src/msn_train.py``).
+
+    ``fc1: Linear(in, hidden) -> bn1 -> gelu1 -> fc2: Linear(hidden, hidden)
+    -> bn2 -> gelu2 -> fc3: Linear(hidden, out)``, with Linear weights
+    truncated-normal (std 0.02) and zero biases, as in MSN (which uses
+    ``use_bn: true``). Layer names follow the official code. For SyncBN use
+    mmengine's ``sync_bn='torch'`` runner option.
+
+    Input: a backbone output tuple (its last element is used) or a tensor,
+    of shape (B, C), e.g. a ViT with ``out_type='cls_token'``, or (B, C, H,
+    W), e.g. a ResNet feature map, which is global-average-pooled first.
+
+    Output: a tuple with one Tensor of shape (B, out_channels) (mmpretrain
+    neck convention).
+
+    Args:
+        in_channels: Backbone feature dim C.
+        hidden_channels: Hidden width. Defaults to 2048.
+        out_channels: Output dim D. Defaults to 256.
+        with_bn: Use BatchNorm1d after fc1 and fc2. Defaults to True.
+        init_cfg: mmengine init config. Defaults to truncated-normal
+            Linear weights (std 0.02) with zero biases.
+    """
+
+    def __init__(self,
+                 in_channels: int,
+                 hidden_channels: int = 2048,
+                 out_channels: int = 256,
+                 with_bn: bool = True,
+                 init_cfg: Optional[Union[dict, list]] = None) -> None:
+        if init_cfg is None:
+            init_cfg = dict(
+                type='TruncNormal', layer='Linear', std=0.02, bias=0.0)
+        super().__init__(init_cfg=init_cfg)
+        for name, value in (('in_channels', in_channels), ('hidden_channels',
+                                                           hidden_channels),
+                            ('out_channels', out_channels)):
+            if isinstance(value, bool) or not isinstance(value, int) \
+                    or value < 1:
+                raise ValueError(f'{name} must be an int >= 1 but is '
+                                 f'{value!r}.')
+        layers = OrderedDict()
+        layers['fc1'] = nn.Linear(in_channels, hidden_channels)
+        if with_bn:
+            layers['bn1'] = nn.BatchNorm1d(hidden_channels)
+        layers['gelu1'] = nn.GELU()
+        layers['fc2'] = nn.Linear(hidden_channels, hidden_channels)
+        if with_bn:
+            layers['bn2'] = nn.BatchNorm1d(hidden_channels)
+        layers['gelu2'] = nn.GELU()
+        layers['fc3'] = nn.Linear(hidden_channels, out_channels)
+        self.mlp = nn.Sequential(layers)
+
+    def forward(self, x: Union[Tensor, Sequence[Tensor]]) -> Tuple[Tensor]:
+        """Project backbone features.
+
+        Args:
+            x: Tensor of shape (B, C) or (B, C, H, W), or a tuple/list of
+                them (the last is used).
+
+        Returns:
+            Tuple with one Tensor of shape (B, out_channels).
+        """
+        if isinstance(x, (tuple, list)):
+            x = x[-1]
+        if x.dim() == 4:
+            x = x.mean(dim=(2, 3))
+        elif x.dim() != 2:
+            raise ValueError(
+                'MSNProjector input must have shape (B, C) or (B, C, H, W), '
+                f'but has shape {tuple(x.shape)}.')
+        return (self.mlp(x), )

@@ -1,0 +1,92 @@
+"""Cluster prior read from a file."""
+import json
+import os
+import os.path as osp
+from typing import Union
+
+import numpy as np
+from mmpretrain.registry import MODELS
+
+from .base_prior import BasePrior, check_length, validate_prior_values
+
+FILE_PRIOR_EXTENSIONS = ('.npy', '.json', '.txt')
+
+
+def load_prior_file(path: str) -> np.ndarray:
+    """Read prior weights or counts from ``path``.
+
+    Formats, chosen by extension:
+
+    - ``.npy``: a 1-D numpy array.
+    - ``.json``: a list of numbers, or an object with key ``"prior"`` or
+      ``"counts"`` (exactly one) holding such a list.
+    - ``.txt``: numbers separated by whitespace and/or newlines.
+
+    Args:
+        path: File path.
+
+    Returns:
+        np.ndarray of shape (K,), float64, not yet validated.
+    """
+    ext = osp.splitext(path)[1].lower()
+    if ext not in FILE_PRIOR_EXTENSIONS:
+        raise ValueError(f'FilePrior path must end with one of '
+                         f'{FILE_PRIOR_EXTENSIONS}, but is {path!r}.')
+    if not osp.isfile(path):
+        raise FileNotFoundError(f'FilePrior path {path!r} does not exist.')
+    if ext == '.npy':
+        return np.load(path, allow_pickle=False)
+    if ext == '.txt':
+        with open(path) as f:
+            tokens = f.read().split()
+        try:
+            return np.array([float(t) for t in tokens], dtype=np.float64)
+        except ValueError as err:
+            raise ValueError(f'FilePrior {path!r} must hold numbers separated '
+                             f'by whitespace: {err}') from err
+    with open(path) as f:
+        content = json.load(f)
+    if isinstance(content, dict):
+        keys = [k for k in ('prior', 'counts') if k in content]
+        if len(keys) != 1:
+            raise ValueError(
+                f'FilePrior JSON object {path!r} must have exactly one of the '
+                f'keys "prior" and "counts", but has {sorted(content)}.')
+        content = content[keys[0]]
+    if not isinstance(content, list):
+        raise ValueError(f'FilePrior JSON {path!r} must hold a list of '
+                         f'numbers, but holds {type(content).__name__}.')
+    return np.asarray(content, dtype=np.float64)
+
+
+@MODELS.register_module()
+class FilePrior(BasePrior):
+    """Prior read from a ``.npy``, ``.json`` or ``.txt`` file, normalised.
+
+    See :func:`load_prior_file` for the formats. Entries may be
+    probabilities or counts; they are validated (finite, > 0) and
+    normalised, never clamped. The file is read once, here.
+
+    Args:
+        path: Path of the file; its length must equal the number of
+            prototypes.
+    """
+
+    def __init__(self, path: Union[str, os.PathLike]) -> None:
+        super().__init__()
+        self.path = str(path)
+        self.setting = f'FilePrior {self.path!r}'
+        self.values = validate_prior_values(
+            load_prior_file(self.path), self.setting)
+
+    def weights(self, num_prototypes: int) -> np.ndarray:
+        """Return the file's values, shape (K,).
+
+        Args:
+            num_prototypes: The number of prototypes K.
+        """
+        check_length(self.values, num_prototypes, self.setting)
+        return self.values
+
+    def extra_repr(self) -> str:
+        return f'path={self.path!r}'

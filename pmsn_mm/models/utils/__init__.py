@@ -1,0 +1,14 @@
+"""Model utilities: distributed helpers, Sinkhorn-Knopp, patch-drop."""
+from .dist import (all_reduce_mean_with_grad, all_reduce_sum,
+                   concat_all_gather, get_world_size)
+from .patch_drop import (drop_patch_tokens, forward_with_patch_drop,
+                         num_kept_tokens, random_keep_indices,
+                         supports_patch_drop, vit_forward_with_patch_drop)
+from .sinkhorn import distributed_sinkhorn
+
+__all__ = [
+    'all_reduce_mean_with_grad', 'all_reduce_sum', 'concat_all_gather',
+    'get_world_size', 'distributed_sinkhorn', 'drop_patch_tokens',
+    'forward_with_patch_drop', 'num_kept_tokens', 'random_keep_indices',
+    'supports_patch_drop', 'vit_forward_with_patch_drop'
+]

@@ -1,0 +1,325 @@
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from mmpretrain.registry import MODELS
+
+from pmsn_mm.models.losses import PMSNLoss, kl_divergence, sharpen
+from pmsn_mm.models.priors import PowerLawPrior, UniformPrior
+
+
+def official_msn_loss(anchors,
+                      targets,
+                      prototypes,
+                      num_views,
+                      tau=0.1,
+                      T=0.25,
+                      smoothing=0.0,
+                      use_sinkhorn=False):
+    """init_msn_loss of facebookresearch/msn (src/losses.py), re-stated."""
+    num_protos = prototypes.shape[0]
+    off_value = smoothing / num_protos
+    on_value = 1.0 - smoothing + off_value
+    proto_labels = torch.full((num_protos, num_protos),
+                              off_value,
+                              dtype=anchors.dtype)
+    proto_labels.fill_diagonal_(on_value)
+
+    def snn(query, supports):
+        query = F.normalize(query)
+        supports = F.normalize(supports)
+        return F.softmax(query @ supports.T / tau, dim=1) @ proto_labels
+
+    def official_sharpen(p):
+        sharp_p = p**(1.0 / T)
+        return sharp_p / torch.sum(sharp_p, dim=1, keepdim=True)
+
+    probs = snn(anchors, prototypes)
+    with torch.no_grad():
+        target_probs = official_sharpen(snn(targets, prototypes))
+        if use_sinkhorn:
+            target_probs = official_sinkhorn(target_probs)
+        target_probs = torch.cat([target_probs] * num_views, dim=0)
+    ce = torch.mean(torch.sum(torch.log(probs**(-target_probs)), dim=1))
+    avg_probs = torch.mean(probs, dim=0)
+    me_max = (-torch.sum(torch.log(avg_probs**(-avg_probs))) +
+              math.log(float(len(avg_probs))))
+    ent = torch.mean(torch.sum(torch.log(probs**(-probs)), dim=1))
+    return ce, me_max, ent, target_probs
+
+
+def official_sinkhorn(Q, num_itr=3):
+    """distributed_sinkhorn of facebookresearch/msn, one process."""
+    Q = Q.T.clone()
+    B, K = Q.shape[1], Q.shape[0]
+    Q /= torch.sum(Q)
+    for _ in range(num_itr):
+        Q /= torch.sum(Q, dim=1, keepdim=True)
+        Q /= K
+        Q /= torch.sum(Q, dim=0, keepdim=True)
+        Q /= B
+    Q *= B
+    return Q.T
+
+
+def _inputs(batch_size=6,
+            num_views=1,
+            dim=8,
+            num_protos=5,
+            seed=0,
+            dtype=torch.float64):
+    gen = torch.Generator().manual_seed(seed)
+    anchors = torch.randn(
+        batch_size * num_views, dim, generator=gen, dtype=dtype)
+    targets = torch.randn(batch_size, dim, generator=gen, dtype=dtype)
+    prototypes = torch.randn(num_protos, dim, generator=gen, dtype=dtype)
+    return anchors, targets, prototypes
+
+
+@pytest.mark.parametrize('num_views', [1, 3])
+@pytest.mark.parametrize('smoothing', [0.0, 0.2])
+@pytest.mark.parametrize('use_sinkhorn', [False, True])
+def test_uniform_prior_equals_official_msn(num_views, smoothing, use_sinkhorn):
+    anchors, targets, prototypes = _inputs(num_views=num_views)
+    loss = PMSNLoss(
+        label_smoothing=smoothing,
+        use_sinkhorn=use_sinkhorn,
+        entropy_weight=0.3)
+    out = loss(anchors, targets, prototypes)
+    ce, me_max, ent, target_probs = official_msn_loss(
+        anchors,
+        targets,
+        prototypes,
+        num_views,
+        smoothing=smoothing,
+        use_sinkhorn=use_sinkhorn)
+    tol = dict(rtol=0, atol=1e-6)
+    torch.testing.assert_close(out['loss_ce'], ce, **tol)
+    torch.testing.assert_close(out['loss_prior'], me_max, **tol)
+    torch.testing.assert_close(out['prior_kl'], me_max, **tol)
+    torch.testing.assert_close(out['loss_entropy'], 0.3 * ent, **tol)
+    # Total (what mmengine sums) = official MSN with memax_weight 1.
+    total = sum(v for k, v in out.items() if 'loss' in k)
+    torch.testing.assert_close(total, ce + me_max + 0.3 * ent, **tol)
+    torch.testing.assert_close(out['max_target_prob'],
+                               target_probs.max(dim=1).values.mean(), **tol)
+    assert out['num_prototypes_used'].item() == len(
+        set(target_probs.argmax(dim=1).tolist()))
+
+
+def test_loss_keys_and_detached_stats():
+    anchors, targets, prototypes = _inputs(dtype=torch.float32)
+    prototypes.requires_grad_(True)
+    out = PMSNLoss()(anchors, targets, prototypes)
+    assert set(out) == {
+        'loss_ce', 'loss_prior', 'prior_kl', 'mean_probs_entropy',
+        'num_prototypes_used', 'max_target_prob'
+    }
+    for key, value in out.items():
+        assert isinstance(value, torch.Tensor) and value.dim() == 0
+        assert value.requires_grad == ('loss' in key)
+        assert value.dtype == torch.float32
+
+
+def test_mean_probs_entropy_and_prior_weight():
+    anchors, targets, prototypes = _inputs(num_views=2)
+    out = PMSNLoss(prior_weight=2.5)(anchors, targets, prototypes)
+    probs = F.softmax(
+        F.normalize(anchors) @ F.normalize(prototypes).T / 0.1, dim=1)
+    mean_probs = probs.mean(dim=0)
+    torch.testing.assert_close(out['mean_probs_entropy'],
+                               -(mean_probs * mean_probs.log()).sum())
+    torch.testing.assert_close(out['loss_prior'], 2.5 * out['prior_kl'])
+
+
+def test_kl_hand_computed_both_directions():
+    p = torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=torch.float64)
+    w = [1.0, 2**-0.5, 3**-0.5, 0.5]
+    q = [x / sum(w) for x in w]
+    forward = sum(pk * math.log(pk / qk) for pk, qk in zip(p.tolist(), q))
+    reverse = sum(qk * math.log(qk / pk) for pk, qk in zip(p.tolist(), q))
+    q = PowerLawPrior(0.5)(4, torch.float64)
+    assert kl_divergence(p, q).item() == pytest.approx(forward, abs=1e-12)
+    assert kl_divergence(q, p).item() == pytest.approx(reverse, abs=1e-12)
+
+
+@pytest.mark.parametrize('direction', ['forward', 'reverse'])
+def test_loss_prior_kl_hand_computed(direction):
+    # Orthonormal prototypes: logits are the anchors' cosine similarities.
+    prototypes = torch.eye(4, dtype=torch.float64)
+    anchors = torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.0, 0.6, 0.8, 0.0]],
+                           dtype=torch.float64)
+    targets = anchors.clone()
+    rows = [[1.0, 0.0, 0.0, 0.0], [0.0, 0.6, 0.8, 0.0]]
+    probs = []
+    for row in rows:
+        e = [math.exp(x / 0.1) for x in row]
+        probs.append([x / sum(e) for x in e])
+    p_mean = [(a + b) / 2 for a, b in zip(*probs)]
+    w = [1.0, 2**-0.5, 3**-0.5, 0.5]
+    q = [x / sum(w) for x in w]
+    if direction == 'forward':
+        expected = sum(a * math.log(a / b) for a, b in zip(p_mean, q))
+    else:
+        expected = sum(b * math.log(b / a) for a, b in zip(p_mean, q))
+    loss = PMSNLoss(
+        prior=dict(type='PowerLawPrior', tau=0.5),
+        kl_direction=direction,
+        prior_weight=0.5)
+    out = loss(anchors, targets, prototypes)
+    assert out['prior_kl'].item() == pytest.approx(expected, abs=1e-12)
+    assert out['loss_prior'].item() == pytest.approx(0.5 * expected, abs=1e-12)
+
+
+@pytest.mark.parametrize('direction', ['forward', 'reverse'])
+@pytest.mark.parametrize('smoothing', [0.0, 0.1])
+def test_empty_prototypes_finite_loss_and_grads(direction, smoothing):
+    # All anchors point at prototype 0; prototype 1 is opposite, so its
+    # probability exp(-2 / 0.01) underflows to exactly 0 in float32.
+    anchors = torch.tensor([[1.0, 0.0, 0.0]] * 4, requires_grad=True)
+    targets = torch.tensor([[1.0, 0.0, 0.0]] * 2)
+    prototypes = torch.tensor(
+        [[1.0, 0.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],
+        requires_grad=True)
+    probs = F.softmax(anchors.detach() @ prototypes.detach().T / 0.01, dim=1)
+    if smoothing == 0.0:
+        assert probs.mean(dim=0)[1].item() == 0.0  # really empty
+    loss = PMSNLoss(
+        temperature=0.01,
+        label_smoothing=smoothing,
+        kl_direction=direction,
+        entropy_weight=1.0,
+        prior=dict(type='PowerLawPrior', tau=1.0))
+    out = loss(anchors, targets, prototypes)
+    for value in out.values():
+        assert torch.isfinite(value)
+    sum(v for k, v in out.items() if 'loss' in k).backward()
+    assert torch.isfinite(anchors.grad).all()
+    assert torch.isfinite(prototypes.grad).all()
+
+
+def test_prior_module_or_config():
+    anchors, targets, prototypes = _inputs()
+    from_cfg = PMSNLoss(prior=dict(type='PowerLawPrior', tau=0.25))
+    built = PMSNLoss(prior=PowerLawPrior(0.25))
+    assert isinstance(PMSNLoss().prior, UniformPrior)
+    torch.testing.assert_close(
+        from_cfg(anchors, targets, prototypes)['loss_prior'],
+        built(anchors, targets, prototypes)['loss_prior'])
+
+
+def test_built_from_registry():
+    loss = MODELS.build(dict(type='PMSNLoss', temperature=0.2))
+    assert isinstance(loss, PMSNLoss) and loss.temperature == 0.2
+
+
+def test_sharpen_equals_official_and_setter():
+    gen = torch.Generator().manual_seed(1)
+    probs = F.softmax(
+        torch.randn(4, 6, generator=gen, dtype=torch.float64), dim=1)
+    official = probs**4 / (probs**4).sum(dim=1, keepdim=True)
+    torch.testing.assert_close(sharpen(probs, 0.25), official)
+
+    anchors, targets, prototypes = _inputs()
+    loss = PMSNLoss()
+    loss.set_sharpen_temperature(0.5)
+    assert loss.sharpen_temperature == 0.5
+    ce, *_ = official_msn_loss(anchors, targets, prototypes, 1, T=0.5)
+    torch.testing.assert_close(
+        loss(anchors, targets, prototypes)['loss_ce'], ce)
+
+
+def test_prior_length_mismatch_raises_in_forward():
+    anchors, targets, prototypes = _inputs(num_protos=5)
+    loss = PMSNLoss(prior=dict(type='ClassPrior', counts=[1, 2, 3]))
+    with pytest.raises(ValueError, match='num_prototypes=5'):
+        loss(anchors, targets, prototypes)
+
+
+def test_half_precision_inputs_are_upcast():
+    anchors, targets, prototypes = _inputs(dtype=torch.float32)
+    out16 = PMSNLoss()(anchors.bfloat16(), targets.bfloat16(),
+                       prototypes.bfloat16())
+    assert out16['loss_ce'].dtype == torch.float32
+
+
+# --- validation: one test per check -------------------------------------
+
+
+@pytest.mark.parametrize('value', [0.0, -0.1, float('nan'), float('inf')])
+def test_invalid_temperature(value):
+    with pytest.raises(ValueError, match=r'temperature must be in \(0, inf\)'):
+        PMSNLoss(temperature=value)
+
+
+@pytest.mark.parametrize('value', [0.0, -1.0])
+def test_invalid_sharpen_temperature(value):
+    with pytest.raises(
+            ValueError, match=r'sharpen_temperature must be in \(0, inf\)'):
+        PMSNLoss(sharpen_temperature=value)
+
+
+@pytest.mark.parametrize('value', [0.0, -0.25, float('nan')])
+def test_invalid_set_sharpen_temperature(value):
+    loss = PMSNLoss()
+    with pytest.raises(
+            ValueError, match=r'sharpen_temperature must be in \(0, inf\)'):
+        loss.set_sharpen_temperature(value)
+    assert loss.sharpen_temperature == 0.25
+
+
+@pytest.mark.parametrize('value', [-1.0, float('inf')])
+def test_invalid_prior_weight(value):
+    with pytest.raises(
+            ValueError, match=r'prior_weight must be in \[0, inf\)'):
+        PMSNLoss(prior_weight=value)
+
+
+@pytest.mark.parametrize('value', [-0.1, 1.0])
+def test_invalid_label_smoothing(value):
+    with pytest.raises(
+            ValueError, match=r'label_smoothing must be in \[0, 1\)'):
+        PMSNLoss(label_smoothing=value)
+
+
+def test_invalid_kl_direction():
+    with pytest.raises(
+            ValueError,
+            match="kl_direction must be one of "
+            r"\('forward', 'reverse'\)"):
+        PMSNLoss(kl_direction='backward')
+
+
+@pytest.mark.parametrize('value', [0, 2.0])
+def test_invalid_sinkhorn_iterations(value):
+    with pytest.raises(ValueError, match='sinkhorn_iterations must be an int'):
+        PMSNLoss(sinkhorn_iterations=value)
+
+
+def test_invalid_entropy_weight():
+    with pytest.raises(
+            ValueError, match=r'entropy_weight must be in \[0, inf'):
+        PMSNLoss(entropy_weight=-1.0)
+
+
+def test_anchor_rows_not_multiple_of_target_rows():
+    anchors, targets, prototypes = _inputs(batch_size=4)
+    with pytest.raises(
+            ValueError,
+            match=r'positive multiple.*anchors \(4, 8\), '
+            r'targets \(3, 8\)'):
+        PMSNLoss()(anchors, targets[:3], prototypes)
+
+
+def test_feature_dim_mismatch():
+    anchors, targets, prototypes = _inputs()
+    with pytest.raises(
+            ValueError, match=r'same feature dim D.*prototypes \(5, 7\)'):
+        PMSNLoss()(anchors, targets, prototypes[:, :7])
+
+
+def test_inputs_must_be_2d():
+    anchors, targets, prototypes = _inputs()
+    with pytest.raises(ValueError, match=r'must be 2-D.*anchors \(1, 6, 8\)'):
+        PMSNLoss()(anchors[None], targets, prototypes)

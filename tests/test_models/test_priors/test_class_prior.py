@@ -1,0 +1,87 @@
+import numpy as np
+import pytest
+import torch
+from mmpretrain.registry import MODELS
+
+from pmsn_mm.models.priors import ClassPrior
+
+
+class _FakeDataset:
+    """Minimal stand-in for an mmpretrain BaseDataset."""
+
+    def __init__(self, labels, classes=None):
+        self.labels = labels
+        self.CLASSES = classes
+
+    def get_gt_labels(self):
+        return np.asarray(self.labels)
+
+
+def test_class_prior_from_counts():
+    prior = MODELS.build(dict(type='ClassPrior', counts=[6, 3, 1]))
+    torch.testing.assert_close(
+        prior(3, torch.float64),
+        torch.tensor([0.6, 0.3, 0.1], dtype=torch.float64))
+
+
+def test_class_prior_from_dataset_instance():
+    labels = [0, 2, 2, 1, 2, 0, 2]  # bincount [2, 1, 4]
+    prior = ClassPrior(dataset=_FakeDataset(labels))
+    torch.testing.assert_close(
+        prior(3, torch.float64),
+        torch.tensor([2 / 7, 1 / 7, 4 / 7], dtype=torch.float64))
+
+
+def test_class_prior_from_dataset_config():
+    # A class as ``type`` is built by mmengine's Registry.build.
+    prior = ClassPrior(dataset=dict(type=_FakeDataset, labels=[1, 1, 1, 0]))
+    torch.testing.assert_close(prior(2), torch.tensor([0.25, 0.75]))
+
+
+def test_class_prior_missing_class_is_a_zero_entry():
+    # CLASSES has 3 entries but class 2 never occurs.
+    dataset = _FakeDataset([0, 1, 1], classes=('a', 'b', 'c'))
+    with pytest.raises(
+            ValueError, match=r'class counts must be > 0.*\[2\].*infinite'):
+        ClassPrior(dataset=dataset)
+
+
+def test_class_prior_length_must_equal_num_prototypes():
+    prior = ClassPrior(counts=[1, 2, 3])
+    with pytest.raises(
+            ValueError,
+            match='ClassPrior counts has length 3.*'
+            'num_prototypes=4'):
+        prior(4)
+
+
+def test_class_prior_needs_exactly_one_source():
+    with pytest.raises(ValueError, match='exactly one of counts and dataset'):
+        ClassPrior()
+    with pytest.raises(ValueError, match='exactly one of counts and dataset'):
+        ClassPrior(counts=[1], dataset=_FakeDataset([0]))
+
+
+@pytest.mark.parametrize('counts, match', [
+    ([1, float('nan')], 'ClassPrior counts must be finite'),
+    ([1, -2], 'ClassPrior counts must be >= 0'),
+    ([0, 0], 'ClassPrior counts must not be all zero'),
+    ([3, 0], 'ClassPrior counts must be > 0 .*infinite'),
+])
+def test_class_prior_invalid_counts(counts, match):
+    with pytest.raises(ValueError, match=match):
+        ClassPrior(counts=counts)
+
+
+def test_class_prior_dataset_without_labels_api():
+    with pytest.raises(
+            ValueError, match='ClassPrior dataset must have '
+            'get_gt_labels'):
+        ClassPrior(dataset=object())
+
+
+def test_class_prior_negative_labels():
+    with pytest.raises(
+            ValueError, match='ClassPrior dataset labels must be '
+            'integers >= 0'):
+        ClassPrior(dataset=_FakeDataset([0, -1, 1]))
