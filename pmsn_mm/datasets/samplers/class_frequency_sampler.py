@@ -1,0 +1,175 @@
+"""Class-frequency sampling, e.g. inverse square-root frequency sampling.
+
+Appendix "Alternatives to feature priors ...: data sampling": draw a class
+``k`` with probability proportional to ``n_k ** power``, then an image
+uniformly within it.
+"""
+import math
+from typing import Iterator, Optional, Sized, Tuple
+
+import numpy as np
+from mmengine.dist import get_dist_info, sync_random_seed
+from mmpretrain.registry import DATA_SAMPLERS
+from torch.utils.data import Sampler
+
+from .utils import check_finite_real, get_dataset_labels, group_by_class, \
+    make_rng
+
+
+def class_frequency_probs(counts: np.ndarray, power: float) -> np.ndarray:
+    """Class probabilities ``n_k ** power / sum_j n_j ** power``.
+
+    Computed in log space, so large ``|power|`` does not overflow.
+
+    Args:
+        counts: Positive int array of shape (C,), images per class.
+        power: Finite exponent.
+
+    Returns:
+        np.ndarray: Float64 array of shape (C,) summing to 1.
+    """
+    logits = power * np.log(counts.astype(np.float64))
+    weights = np.exp(logits - logits.max())
+    return weights / weights.sum()
+
+
+def frequency_epoch_indices(
+        labels: np.ndarray,
+        num_indices: int,
+        power: float,
+        rng: np.random.Generator,
+        groups: Optional[Tuple[np.ndarray, ...]] = None) -> np.ndarray:
+    """Draw ``num_indices`` i.i.d. images by class-frequency sampling.
+
+    Each index: class ``k`` with probability :func:`class_frequency_probs`,
+    then an image uniformly among the ``n_k`` images of the class. An image
+    of class ``k`` thus has probability ``n_k ** (power - 1) / sum_j n_j **
+    power`` per draw: ``power=1`` is uniform over images, ``0`` uniform over
+    classes, ``0.5`` inverse square-root frequency sampling.
+
+    Args:
+        labels: Int array of shape (N,), the class of every image.
+        num_indices: Number of indices to draw.
+        power: Finite exponent on the class sizes.
+        rng: Source of randomness.
+        groups: Optional cached ``group_by_class(labels)``.
+
+    Returns:
+        np.ndarray: Int64 dataset indices of shape (num_indices,).
+    """
+    _, counts, offsets, order = groups if groups is not None \
+        else group_by_class(labels)
+    probs = class_frequency_probs(counts, power)
+    classes = rng.choice(counts.shape[0], size=num_indices, p=probs)
+    sizes = counts[classes]
+    pos = np.minimum((rng.random(num_indices) * sizes).astype(np.int64),
+                     sizes - 1)
+    return order[offsets[classes] + pos]
+
+
+@DATA_SAMPLERS.register_module()
+class ClassFrequencySampler(Sampler):
+    """Sample a class with probability ∝ ``n_k ** power``, then an image.
+
+    The paper (appendix "Alternatives to feature priors ...: data sampling")
+    compares uniform sampling with inverse square-root frequency sampling on
+    iNat18 and writes the class probability as ``sqrt(D_k) / D``; that does
+    not sum to 1, so here it is normalised: ``p_k = n_k ** power / sum_j
+    n_j ** power``. ``power=0.5`` is the paper's scheme (per image
+    ``∝ 1 / sqrt(n_k)``, hence "inverse square-root"), ``power=1`` ordinary
+    uniform sampling over images (with replacement), ``power=0`` uniform
+    over classes. Any finite ``power`` is accepted; negative values
+    over-sample rare classes even more than ``power=0``.
+
+    Indices are i.i.d. draws (images repeat within an epoch). Like
+    ``DefaultSampler``, all ranks draw the same global stream of
+    ``total_size`` indices from ``seed + epoch`` and rank ``r`` keeps
+    ``stream[r::world_size]``, so ranks are disjoint slices;
+    ``len(sampler)`` is ``DefaultSampler``'s: ``ceil(N / world_size)`` with
+    ``round_up=True``, else ``ceil((N - rank) / world_size)``.
+
+    Config example::
+
+        custom_imports = dict(imports=['pmsn_mm'], allow_failed_imports=False)
+        train_dataloader = dict(
+            batch_size=64,
+            sampler=dict(type='ClassFrequencySampler', power=0.5),
+            ...)
+
+    Args:
+        dataset: A dataset exposing class labels (``get_gt_labels()``,
+            ``get_cat_ids(idx)`` or an mmengine/torch wrapper of one).
+        shuffle: If False, every epoch repeats the indices of epoch 0.
+            Defaults to True.
+        seed: Random seed, identical on all ranks; if None, a seed is drawn
+            and synced with ``mmengine.dist.sync_random_seed()``.
+        round_up: As in ``DefaultSampler``: make every rank's length
+            ``ceil(N / world_size)``. Defaults to True.
+        power: Exponent on the class sizes, any finite real.
+            Defaults to 0.5.
+    """
+
+    def __init__(self,
+                 dataset: Sized,
+                 shuffle: bool = True,
+                 seed: Optional[int] = None,
+                 round_up: bool = True,
+                 *,
+                 power: float = 0.5) -> None:
+        self.rank, self.world_size = get_dist_info()
+        self.dataset = dataset
+        self.shuffle = shuffle
+        self.round_up = round_up
+        self.power = check_finite_real(power, 'power')
+
+        if seed is None:
+            seed = sync_random_seed()
+        self.seed = seed
+        self.epoch = 0
+
+        self.labels = get_dataset_labels(dataset)
+        if self.labels.shape[0] == 0:
+            raise ValueError('the dataset is empty; ClassFrequencySampler '
+                             'needs at least one labelled image.')
+        self._groups = group_by_class(self.labels)
+
+        n = self.labels.shape[0]
+        if round_up:
+            self.num_samples = math.ceil(n / self.world_size)
+            self.total_size = self.num_samples * self.world_size
+        else:
+            self.num_samples = math.ceil((n - self.rank) / self.world_size)
+            self.total_size = n
+
+    @property
+    def class_probs(self) -> np.ndarray:
+        """Probability of each class (in sorted label order), shape (C,)."""
+        return class_frequency_probs(self._groups[1], self.power)
+
+    def __iter__(self) -> Iterator[int]:
+        """Yield this rank's slice ``stream[rank::world_size]``."""
+        rng = make_rng(self.seed + (self.epoch if self.shuffle else 0))
+        stream = frequency_epoch_indices(self.labels, self.total_size,
+                                         self.power, rng, self._groups)
+        return iter(stream[self.rank::self.world_size].tolist())
+
+    def __len__(self) -> int:
+        """Indices per rank and epoch (as ``DefaultSampler``)."""
+        return self.num_samples
+
+    def set_epoch(self, epoch: int) -> None:
+        """Set the epoch; the indices are drawn from ``seed + epoch``.
+
+        Args:
+            epoch: Epoch number.
+        """
+        self.epoch = epoch
+
+    def __repr__(self) -> str:
+        return (f'{type(self).__name__}(power={self.power}, '
+                f'world_size={self.world_size}, seed={self.seed})')
+
+
+__all__ = [
+    'ClassFrequencySampler', 'class_frequency_probs', 'frequency_epoch_indices'
+]

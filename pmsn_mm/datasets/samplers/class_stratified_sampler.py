@@ -1,0 +1,282 @@
+"""Class-stratified mini-batch sampling (paper §4 and Appendix G).
+
+Every *global* batch (per-GPU batch × world size) holds exactly ``K`` classes
+drawn uniformly without replacement, and ``global_batch / K`` images of each,
+drawn uniformly within the class. ``K = 960`` is the paper's
+"class-balanced" setting, ``K = 2`` (MSN, VICReg, batch 1024) or ``K = 8``
+(SimCLR, batch 4096) its "class-imbalanced" one.
+"""
+import math
+from typing import Iterator, Optional, Sized, Tuple
+
+import numpy as np
+from mmengine.dist import get_dist_info, sync_random_seed
+from mmpretrain.registry import DATA_SAMPLERS
+from torch.utils.data import Sampler
+
+from .utils import (check_positive_int, get_dataset_labels, group_by_class,
+                    make_rng)
+
+
+def occurrence_rank(values: np.ndarray, num_values: int) -> np.ndarray:
+    """How many times each element's value occurred earlier in ``values``.
+
+    Args:
+        values: Int array of shape (M,) with entries in ``[0, num_values)``.
+        num_values: Number of distinct possible values.
+
+    Returns:
+        np.ndarray: Int64 array of shape (M,); e.g. ``[3, 1, 3, 3] -> [0, 0,
+        1, 2]``.
+    """
+    order = np.argsort(values, kind='stable')
+    starts = np.searchsorted(values[order], np.arange(num_values))
+    ranks = np.empty(values.shape[0], dtype=np.int64)
+    ranks[order] = np.arange(values.shape[0]) - starts[values[order]]
+    return ranks
+
+
+def stratified_epoch_indices(
+        labels: np.ndarray,
+        num_batches: int,
+        global_batch: int,
+        k: int,
+        rng: np.random.Generator,
+        replacement: bool = False,
+        groups: Optional[Tuple[np.ndarray, ...]] = None) -> np.ndarray:
+    """Draw one epoch of class-stratified global batches (fully vectorised).
+
+    For each of the ``num_batches`` batches, ``k`` classes are chosen
+    uniformly without replacement (the ``k`` smallest of ``C`` uniform keys)
+    and ``m = global_batch // k`` images are taken from each chosen class:
+
+    * ``replacement=False``: the images of every class are randomly permuted
+      once per epoch (a group-sorted random key); the ``j``-th time class
+      ``c`` is chosen in the epoch it contributes the ``m`` images at the
+      cyclic positions ``[j*m, j*m + m) mod n_c`` of that permutation. A batch
+      therefore never repeats an image (needs ``m <= n_c``), each single
+      batch gets a uniformly random ``m``-subset of the class, and across the
+      batches of an epoch a class's images are used in a random cyclic order,
+      so an image repeats only after its class has been exhausted.
+    * ``replacement=True``: the ``m`` images are drawn i.i.d. uniformly from
+      the class, so a batch may repeat images and ``n_c < m`` is allowed.
+
+    Either way an image of a class with ``n_c`` images appears in a given
+    batch ``(k / C) * (m / n_c)`` times in expectation (Appendix G: equal for
+    ``k = 960`` and ``k = 2`` when classes have equal size). The positions
+    inside each global batch are then shuffled, so any contiguous slice (one
+    rank's share) is a uniformly random part of the batch.
+
+    Args:
+        labels: Int array of shape (N,), the class of every image.
+        num_batches: Number of global batches ``T`` to draw.
+        global_batch: Global batch size ``B``; must be divisible by ``k``.
+        k: Number of classes per global batch, ``1 <= k <= C``.
+        rng: Source of randomness.
+        replacement: Sample images within a class with replacement.
+        groups: Optional cached ``group_by_class(labels)``.
+
+    Returns:
+        np.ndarray: Int64 dataset indices of shape (T, B).
+    """
+    _, counts, offsets, order = groups if groups is not None \
+        else group_by_class(labels)
+    num_classes = counts.shape[0]
+    if not 1 <= k <= num_classes:
+        raise ValueError(f'k must be in [1, {num_classes}] but is {k}.')
+    if global_batch % k:
+        raise ValueError(f'k={k} must divide global_batch={global_batch}.')
+    per_class = global_batch // k
+    if not replacement and counts.min() < per_class:
+        raise ValueError(f'every class needs >= {per_class} images without '
+                         f'replacement, the smallest has {counts.min()}.')
+
+    # 1. K classes per batch, uniformly without replacement.
+    if k == num_classes:
+        chosen = np.broadcast_to(np.arange(num_classes), (num_batches, k))
+    else:
+        keys = rng.random((num_batches, num_classes))
+        chosen = np.argpartition(keys, k - 1, axis=1)[:, :k]
+    chosen = np.ascontiguousarray(chosen).ravel()  # (T * k,), batch-major
+    sizes = counts[chosen][:, None]  # (T * k, 1)
+
+    # 2. Positions inside each chosen class.
+    if replacement:
+        pool = order
+        pos = np.minimum((rng.random(
+            (chosen.shape[0], per_class)) * sizes).astype(np.int64), sizes - 1)
+    else:
+        class_of_slot = np.repeat(np.arange(num_classes), counts)
+        pool = order[np.argsort(class_of_slot + rng.random(order.shape[0]))]
+        start = occurrence_rank(chosen, num_classes) * per_class
+        pos = (start[:, None] + np.arange(per_class)) % sizes
+    images = pool[offsets[chosen][:, None] + pos].reshape(
+        num_batches, global_batch)
+
+    # 3. Shuffle the positions inside every global batch.
+    shuffle = np.argsort(rng.random((num_batches, global_batch)), axis=1)
+    return np.take_along_axis(images, shuffle, axis=1)
+
+
+@DATA_SAMPLERS.register_module()
+class ClassStratifiedSampler(Sampler):
+    """Every global batch holds ``classes_per_batch`` classes, equally often.
+
+    The class-stratified sampler of the paper (§4 "Experimental setup",
+    Appendix G): each iteration first draws ``K = classes_per_batch`` classes
+    uniformly without replacement, then ``global_batch / K`` images from each
+    (see :func:`stratified_epoch_indices`), where ``global_batch =
+    batch_size × world_size``. ``K = 960`` is "class-balanced", ``K = 2`` or
+    ``8`` "class-imbalanced"; both give every image of an equal-size class
+    the same marginal probability per iteration, ``B / (C · n)``.
+
+    Every rank draws the same global batches (same seed) and takes the
+    contiguous slice ``[rank * batch_size, (rank + 1) * batch_size)`` of each
+    (positions are shuffled first, so each slice is a random mix), hence
+    ranks never overlap within a batch and their union is the batch.
+
+    Images of a class are distinct within one batch (``replacement=False``),
+    but may repeat across the iterations of an epoch: each iteration samples
+    classes then images afresh, as in the paper. ``replacement=True``
+    instead samples i.i.d. within a class (images may repeat within a batch),
+    which allows classes with fewer than ``global_batch / K`` images.
+
+    Length: with ``B = batch_size × world_size`` and ``N = len(dataset)``,
+    an epoch has ``T = ceil(N / B)`` iterations (``round_up=True``; the same
+    as ``DefaultSampler`` with a dataloader of the same batch size and
+    ``drop_last=False``) or ``T = N // B`` (``round_up=False``, whole global
+    batches only). ``len(sampler) = T * batch_size`` on every rank, a
+    multiple of ``batch_size``, so every batch the dataloader emits is
+    complete and ``drop_last`` changes nothing.
+
+    ``batch_size`` must repeat the dataloader's ``batch_size`` (the sampler
+    cannot see it); use a shared variable in the config::
+
+        custom_imports = dict(imports=['pmsn_mm'], allow_failed_imports=False)
+        batch_size = 64  # per GPU; 16 GPUs -> global batch 1024
+        train_dataloader = dict(
+            batch_size=batch_size,
+            sampler=dict(type='ClassStratifiedSampler', classes_per_batch=2,
+                         batch_size=batch_size),
+            ...)
+
+    Indices are a deterministic function of ``seed`` and the epoch
+    (``set_epoch``), so resuming reproduces them; with ``IterBasedTrainLoop``
+    the infinite dataloader wrapper calls ``set_epoch`` each pass.
+
+    Args:
+        dataset: A dataset exposing class labels (``get_gt_labels()``,
+            ``get_cat_ids(idx)`` or an mmengine/torch wrapper of one).
+        shuffle: If False, every epoch repeats the indices of epoch 0
+            (the generator ignores the epoch); the batches stay random.
+            Defaults to True.
+        seed: Random seed, identical on all ranks; if None, a seed is drawn
+            and synced with ``mmengine.dist.sync_random_seed()``.
+        round_up: Pad the last partial global batch (True) or drop it.
+            Defaults to True.
+        classes_per_batch: ``K``, classes per global batch; must divide
+            ``batch_size × world_size``.
+        batch_size: Per-GPU batch size, equal to the dataloader's.
+        replacement: Sample images within a class with replacement.
+            Defaults to False.
+    """
+
+    def __init__(self,
+                 dataset: Sized,
+                 shuffle: bool = True,
+                 seed: Optional[int] = None,
+                 round_up: bool = True,
+                 *,
+                 classes_per_batch: int,
+                 batch_size: int,
+                 replacement: bool = False) -> None:
+        self.rank, self.world_size = get_dist_info()
+        self.dataset = dataset
+        self.shuffle = shuffle
+        self.round_up = round_up
+        self.classes_per_batch = check_positive_int(classes_per_batch,
+                                                    'classes_per_batch')
+        self.batch_size = check_positive_int(batch_size, 'batch_size')
+        self.replacement = bool(replacement)
+        self.global_batch = self.batch_size * self.world_size
+
+        if seed is None:
+            seed = sync_random_seed()
+        self.seed = seed
+        self.epoch = 0
+
+        self.labels = get_dataset_labels(dataset)
+        self._groups = group_by_class(self.labels)
+        self._validate()
+
+    def _validate(self) -> None:
+        """Check the settings against the dataset's class counts."""
+        classes, counts, _, _ = self._groups
+        k, gb = self.classes_per_batch, self.global_batch
+        setting = (f'batch_size={self.batch_size} × world_size='
+                   f'{self.world_size} = {gb}')
+        if k > classes.shape[0]:
+            raise ValueError(
+                f'classes_per_batch={k} exceeds the number of classes in the '
+                f'dataset ({classes.shape[0]}); lower classes_per_batch.')
+        if gb % k:
+            raise ValueError(
+                f'classes_per_batch={k} must divide the global batch size '
+                f'({setting}); change classes_per_batch or batch_size.')
+        per_class = gb // k
+        if not self.replacement and counts.min() < per_class:
+            small = int(np.argmin(counts))
+            raise ValueError(
+                f'class {classes[small]} has {counts[small]} images but each '
+                f'sampled class needs {per_class} per batch (global batch '
+                f'{setting} / classes_per_batch={k}); raise '
+                'classes_per_batch, lower batch_size, or set '
+                'replacement=True.')
+        if self.num_batches < 1:
+            raise ValueError(
+                f'the dataset has {len(self.labels)} images, fewer than one '
+                f'global batch ({setting}) and round_up=False leaves no '
+                'batch; set round_up=True or lower batch_size.')
+
+    @property
+    def num_batches(self) -> int:
+        """Global batches (= iterations) per epoch."""
+        n = len(self.labels)
+        if self.round_up:
+            return math.ceil(n / self.global_batch)
+        return n // self.global_batch
+
+    def epoch_batches(self) -> np.ndarray:
+        """All global batches of the current epoch, shape (T, B)."""
+        rng = make_rng(self.seed + (self.epoch if self.shuffle else 0))
+        return stratified_epoch_indices(self.labels, self.num_batches,
+                                        self.global_batch,
+                                        self.classes_per_batch, rng,
+                                        self.replacement, self._groups)
+
+    def __iter__(self) -> Iterator[int]:
+        """Yield this rank's indices: its slice of every global batch."""
+        lo = self.rank * self.batch_size
+        mine = self.epoch_batches()[:, lo:lo + self.batch_size]
+        return iter(mine.ravel().tolist())
+
+    def __len__(self) -> int:
+        """Indices per rank and epoch: ``num_batches * batch_size``."""
+        return self.num_batches * self.batch_size
+
+    def set_epoch(self, epoch: int) -> None:
+        """Set the epoch; the indices are drawn from ``seed + epoch``.
+
+        Args:
+            epoch: Epoch number.
+        """
+        self.epoch = epoch
+
+    def __repr__(self) -> str:
+        return (f'{type(self).__name__}(classes_per_batch='
+                f'{self.classes_per_batch}, batch_size={self.batch_size}, '
+                f'world_size={self.world_size}, '
+                f'replacement={self.replacement}, seed={self.seed})')
+
+
+__all__ = ['ClassStratifiedSampler', 'stratified_epoch_indices']
