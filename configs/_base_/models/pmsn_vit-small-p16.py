@@ -1,0 +1,28 @@
+# PMSN with a ViT-S/16 (MSN's architecture): 3-layer projector to 256-d,
+# prototypes compared at temperature 0.1, targets sharpened with T = 0.25.
+model = dict(
+    type='PMSN',
+    backbone=dict(
+        type='VisionTransformer',
+        arch='deit-small',
+        img_size=224,
+        patch_size=16,
+        drop_path_rate=0.0),
+    neck=dict(
+        type='MSNProjector',
+        in_channels=384,
+        hidden_channels=2048,
+        out_channels=256),
+    head=dict(
+        type='PMSNHead',
+        num_prototypes=1024,
+        in_channels=256,
+        loss=dict(
+            type='PMSNLoss',
+            temperature=0.1,
+            sharpen_temperature=0.25,
+            prior_weight=1.0,
+            prior=dict(type='UniformPrior'))),
+    num_random_views=1,
+    mask_ratio=0.15,
+    target_momentum=0.996)

@@ -1,0 +1,12 @@
+"""Hooks."""
+from .knn_eval_hook import KNNEvalHook
+from .linear_schedule_hook import LinearScheduleHook
+from .prototype_usage_hook import PrototypeUsageHook
+from .sharpen_temperature_hook import SharpenTemperatureHook
+from .target_momentum_hook import TargetMomentumHook
+
+__all__ = [
+    'KNNEvalHook', 'LinearScheduleHook', 'SharpenTemperatureHook',
+    'TargetMomentumHook'
+]
+__all__ += ['PrototypeUsageHook']

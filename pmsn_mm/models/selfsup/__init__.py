@@ -1,0 +1,4 @@
+"""Self-supervised algorithms."""
+from .pmsn import PMSN
+
+__all__ = ['PMSN']

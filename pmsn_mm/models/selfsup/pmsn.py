@@ -1,0 +1,163 @@
+"""PMSN: Masked Siamese Networks with an arbitrary cluster prior."""
+from typing import Dict, List, Optional, Union
+
+import torch
+import torch.nn as nn
+from mmengine.model import ExponentialMovingAverage
+from mmpretrain.models.selfsup import BaseSelfSupervisor
+from mmpretrain.registry import MODELS
+from mmpretrain.structures import DataSample
+from torch import Tensor
+
+from ..utils import forward_with_patch_drop, supports_patch_drop
+
+
+@MODELS.register_module()
+class PMSN(BaseSelfSupervisor):
+    """Prior Matching for Siamese Networks (paper §5, eq. (7)).
+
+    One training step, following the official MSN step:
+
+    - the **target** is the first view, encoded by an EMA copy of
+      backbone + neck, unmasked and without gradient;
+    - the **anchors** are the next ``num_random_views`` views, encoded by the
+      online backbone + neck with random patch-drop (``mask_ratio``), followed
+      by the remaining (focal) views, encoded unmasked; views of one kind are
+      batched into one forward;
+    - the head compares anchors and targets with the prototypes and adds the
+      prior term ``lambda * KL(p̄ ‖ prior)`` (see :class:`PMSNLoss`).
+
+    MSN is PMSN with ``UniformPrior`` (a config, not a second class).
+
+    Views come from mmpretrain's ``MultiView`` transform, ordered
+    ``[target, random_1..R, focal_1..F]`` (e.g.
+    ``num_views=[1, R, F]``). The EMA momentum and the sharpening temperature
+    are set every iteration by hooks through :meth:`set_target_momentum` and
+    :meth:`set_sharpen_temperature`.
+
+    Args:
+        backbone: Backbone config. Patch-drop needs mmpretrain's
+            ``VisionTransformer``; any backbone works with ``mask_ratio=0``.
+        neck: Projector config, e.g. ``MSNProjector``.
+        head: Prototype head config, e.g. ``PMSNHead``.
+        num_random_views: R, the number of masked anchor views (≥ 1).
+        mask_ratio: Fraction of patch tokens dropped from the random views,
+            in [0, 1).
+        target_momentum: Initial EMA momentum of the target encoder (MSN
+            convention: fraction of the target kept per step).
+        pretrained: Deprecated mmpretrain argument, kept for compatibility.
+        data_preprocessor: Data pre-processor config.
+        init_cfg: Initialisation config.
+    """
+
+    def __init__(self,
+                 backbone: dict,
+                 neck: dict,
+                 head: dict,
+                 num_random_views: int = 1,
+                 mask_ratio: float = 0.15,
+                 target_momentum: float = 0.996,
+                 pretrained: Optional[str] = None,
+                 data_preprocessor: Optional[dict] = None,
+                 init_cfg: Optional[Union[List[dict], dict]] = None) -> None:
+        if int(num_random_views) < 1:
+            raise ValueError(f'num_random_views must be >= 1, got '
+                             f'{num_random_views}.')
+        if not 0 <= mask_ratio < 1:
+            raise ValueError(
+                f'mask_ratio must be in [0, 1), got {mask_ratio}.')
+        super().__init__(
+            backbone=backbone,
+            neck=neck,
+            head=head,
+            pretrained=pretrained,
+            data_preprocessor=data_preprocessor,
+            init_cfg=init_cfg)
+        if mask_ratio > 0 and not supports_patch_drop(self.backbone):
+            raise ValueError(
+                f'mask_ratio={mask_ratio} needs a token-based backbone '
+                "(mmpretrain's VisionTransformer family), but the backbone is "
+                f'{type(self.backbone).__name__}; set mask_ratio=0 for '
+                'backbones without patch tokens (ResNet, timm models).')
+        self.num_random_views = int(num_random_views)
+        self.mask_ratio = float(mask_ratio)
+        self.target_net = ExponentialMovingAverage(
+            nn.Sequential(self.backbone, self.neck),
+            momentum=1.0 - self._check_momentum(target_momentum))
+
+    @staticmethod
+    def _check_momentum(momentum: float) -> float:
+        if not 0 <= momentum <= 1:
+            raise ValueError(
+                f'target momentum must be in [0, 1], got {momentum}.')
+        return float(momentum)
+
+    def set_target_momentum(self, momentum: float) -> None:
+        """Set the EMA momentum m: ``target = m * target + (1 - m) * online``.
+
+        Args:
+            momentum: Value in [0, 1] (MSN: 0.996 → 1.0).
+        """
+        # mmengine's EMA weighs the *online* parameters by its momentum
+        self.target_net.momentum = 1.0 - self._check_momentum(momentum)
+
+    @property
+    def target_momentum(self) -> float:
+        """The current EMA momentum in MSN's convention."""
+        return 1.0 - self.target_net.momentum
+
+    def set_sharpen_temperature(self, temperature: float) -> None:
+        """Set the target sharpening temperature T of the loss.
+
+        Args:
+            temperature: Positive temperature (MSN: 0.25).
+        """
+        self.head.set_sharpen_temperature(temperature)
+
+    def _encode(self, views: List[Tensor], mask_ratio: float) -> Tensor:
+        """Online backbone + neck on same-size views in one forward.
+
+        Args:
+            views: List of V tensors of shape (B, C, H, W).
+            mask_ratio: Patch-drop ratio.
+
+        Returns:
+            Tensor of shape (V * B, D), view-major.
+        """
+        feats = forward_with_patch_drop(self.backbone, torch.cat(views),
+                                        mask_ratio)
+        return self.neck(feats)[0]
+
+    def loss(self, inputs: List[Tensor],
+             data_samples: List[DataSample]) -> Dict[str, Tensor]:
+        """PMSN loss of a batch of multi-view inputs.
+
+        Args:
+            inputs: ``1 + R + F`` tensors of shape (B, C, H, W): the target
+                view, R random views, F focal views.
+            data_samples: Unused (self-supervised).
+
+        Returns:
+            Losses (``loss_*``) and statistics of :class:`PMSNLoss`.
+        """
+        if not isinstance(inputs, (list, tuple)) or \
+                len(inputs) < 1 + self.num_random_views:
+            got = len(inputs) if isinstance(inputs, (list, tuple)) else 1
+            raise ValueError(
+                f'PMSN needs 1 target + num_random_views='
+                f'{self.num_random_views} random views (+ focal views), but '
+                f'got {got} views; check MultiView num_views in the pipeline.')
+        target_view = inputs[0]
+        random_views = list(inputs[1:1 + self.num_random_views])
+        focal_views = list(inputs[1 + self.num_random_views:])
+
+        # EMA update with the parameters of the last optimiser step
+        self.target_net.update_parameters(
+            nn.Sequential(self.backbone, self.neck))
+        with torch.no_grad():
+            targets = self.target_net(target_view)[0]
+
+        anchors = [self._encode(random_views, self.mask_ratio)]
+        if focal_views:
+            anchors.append(self._encode(focal_views, 0.0))
+        return self.head.loss(torch.cat(anchors), targets)

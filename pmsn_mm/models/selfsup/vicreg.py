@@ -1,0 +1,67 @@
+"""VICReg: Variance-Invariance-Covariance Regularization."""
+from typing import Dict, List, Optional, Union
+
+from mmpretrain.models.selfsup import BaseSelfSupervisor
+from mmpretrain.registry import MODELS
+from mmpretrain.structures import DataSample
+from torch import Tensor
+
+
+@MODELS.register_module()
+class VICReg(BaseSelfSupervisor):
+    """VICReg (Bardes et al., ICLR 2022), as in the official
+    ``VICReg.forward`` (facebookresearch/vicreg, ``main_vicreg.py``).
+
+    Both views go through the same backbone and expander, in two separate
+    forwards (so BatchNorm sees one view at a time, as officially), and
+    :class:`VICRegLoss` compares the two embeddings. Paper §4 uses it as a
+    joint-embedding method with a hidden uniform cluster prior.
+
+    Views come from mmpretrain's ``MultiView`` transform with two pipelines
+    (``num_views=[1, 1]``; the official pipelines differ in blur and
+    solarisation).
+
+    Args:
+        backbone: Backbone config, e.g. ResNet-50.
+        neck: Expander config, e.g. ``VICRegExpander``.
+        loss: Loss config. Defaults to ``dict(type='VICRegLoss')``.
+        pretrained: Deprecated mmpretrain argument, kept for compatibility.
+        data_preprocessor: Data pre-processor config.
+        init_cfg: Initialisation config.
+    """
+
+    def __init__(self,
+                 backbone: dict,
+                 neck: dict,
+                 loss: Optional[dict] = None,
+                 pretrained: Optional[str] = None,
+                 data_preprocessor: Optional[dict] = None,
+                 init_cfg: Optional[Union[List[dict], dict]] = None) -> None:
+        super().__init__(
+            backbone=backbone,
+            neck=neck,
+            pretrained=pretrained,
+            data_preprocessor=data_preprocessor,
+            init_cfg=init_cfg)
+        self.loss_module = MODELS.build(
+            loss if loss is not None else dict(type='VICRegLoss'))
+
+    def loss(self, inputs: List[Tensor],
+             data_samples: List[DataSample]) -> Dict[str, Tensor]:
+        """VICReg loss of a batch of two-view inputs.
+
+        Args:
+            inputs: Two tensors of shape (B, C, H, W), the two views.
+            data_samples: Unused (self-supervised).
+
+        Returns:
+            Losses (``loss_*``) and statistics of :class:`VICRegLoss`.
+        """
+        if not isinstance(inputs, (list, tuple)) or len(inputs) != 2:
+            got = len(inputs) if isinstance(inputs, (list, tuple)) else 1
+            raise ValueError(
+                f'VICReg needs exactly 2 views, got {got}; use MultiView with '
+                'num_views=2 or [1, 1] in the pipeline.')
+        z_a = self.neck(self.backbone(inputs[0]))[0]
+        z_b = self.neck(self.backbone(inputs[1]))[0]
+        return self.loss_module(z_a, z_b)

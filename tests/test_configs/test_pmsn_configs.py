@@ -1,0 +1,119 @@
+"""Every PMSN config builds (model, dataset, pipeline); the CPU toy job runs."""
+import glob
+import json
+import os.path as osp
+
+import pytest
+import torch
+from mmengine.config import Config
+from mmengine.registry import init_default_scope
+from mmengine.runner import Runner
+
+from mmpretrain.registry import DATASETS, MODELS, TRANSFORMS
+from tests._configs import CONFIGS
+
+PMSN_CONFIGS = sorted(glob.glob(osp.join(CONFIGS, 'pmsn', '*.py')))
+CPU_TOY = osp.join(CONFIGS, 'pmsn',
+                   'pmsn_vit-mini-p4_1xb64-cpu-toy_power-law-overlay.py')
+
+
+def _fake_layout(root) -> str:
+    """An annotation list in the ImageNet/iNat layouts (images not read)."""
+    (root / 'meta').mkdir()
+    (root / 'meta' / 'train.txt').write_text(
+        'train/a/1.jpg 0\ntrain/a/2.jpg 0\ntrain/a/3.jpg 0\ntrain/b/1.jpg 1\n')
+    return str(root)
+
+
+def _point_at(cfg, root):
+    ds = cfg.train_dataloader.dataset
+    if ds.type == 'PowerLawOverlayDataset':
+        ds.update(background_source='skimage', digit_source='sklearn',
+                  num_samples=16)
+    else:
+        ds.data_root = root
+    prior = cfg.model.head.loss.prior
+    if prior.type == 'ClassPrior':
+        prior.dataset.data_root = root
+
+
+def _build_transforms(pipeline):
+    for t in pipeline:
+        TRANSFORMS.build(t)
+
+
+def test_there_are_paper_configs():
+    names = {osp.basename(p) for p in PMSN_CONFIGS}
+    for part in ('inat18-uniform', 'inat18-power-law', 'inat18-class-prior',
+                 'in1k-uniform', 'in1k-power-law',
+                 'cifar10-mnist-overlay-power-law', 'cpu-toy_power-law',
+                 'cpu-toy_uniform-prior'):
+        assert any(part in n for n in names), part
+
+
+@pytest.mark.parametrize('path', PMSN_CONFIGS, ids=osp.basename)
+def test_config_builds(path, tmp_path):
+    init_default_scope('mmpretrain')
+    cfg = Config.fromfile(path)
+    _point_at(cfg, _fake_layout(tmp_path))
+    model = MODELS.build(cfg.model)
+    assert type(model).__name__ == 'PMSN'
+    dataset = DATASETS.build(cfg.train_dataloader.dataset)
+    assert len(dataset) > 0
+    _build_transforms(cfg.train_dataloader.dataset.pipeline)
+    # the prior has one probability per prototype
+    k = model.head.num_prototypes
+    if cfg.model.head.loss.prior.type != 'ClassPrior':
+        probs = model.head.loss_module.prior(k, torch.float64)
+        assert probs.shape == (k, )
+        assert float(probs.sum()) == pytest.approx(1.0)
+
+
+def test_paper_settings():
+    inat = Config.fromfile(
+        osp.join(CONFIGS, 'pmsn',
+                 'pmsn_vit-small-p16_32xb128-300e_inat18-power-law.py'))
+    assert inat.model.head.num_prototypes == 8142
+    assert inat.model.head.loss.prior_weight == 5.0
+    assert inat.model.head.loss.prior == dict(type='PowerLawPrior', tau=0.25)
+    assert inat.model.mask_ratio == 0.15
+    multiview = inat.train_dataloader.dataset.pipeline[1]
+    assert multiview.num_views == [1, 1, 10]
+    assert inat.optim_wrapper.clip_grad.max_norm == 3.0
+    wd = [s for s in inat.param_scheduler
+          if s.type == 'CosineAnnealingWeightDecay'][0]
+    assert inat.optim_wrapper.optimizer.weight_decay == 0.04
+    assert wd.eta_min == 0.4
+    toy = Config.fromfile(
+        osp.join(CONFIGS, 'pmsn', 'pmsn_vit-tiny-p4_8xb128-300e_'
+                 'cifar10-mnist-overlay-power-law.py'))
+    assert toy.model.head.num_prototypes == 10
+    assert toy.model.head.loss.prior_weight == 100.0
+    assert toy.model.mask_ratio == 0.05
+    assert toy.train_dataloader.dataset.pipeline[0].num_views == [1, 1]
+    assert toy.optim_wrapper.clip_grad is None
+
+
+def test_cpu_toy_config_runs_two_iterations(tmp_path):
+    cfg = Config.fromfile(CPU_TOY)
+    cfg.work_dir = str(tmp_path)
+    cfg.train_cfg.max_iters = 2
+    cfg.train_dataloader.batch_size = 16
+    cfg.train_dataloader.dataset.num_samples = 64
+    for hook in cfg.custom_hooks:
+        if hook.type == 'KNNEvalHook':
+            hook.train_dataset.num_samples = 100
+            hook.test_dataset.num_samples = 40
+    runner = Runner.from_cfg(cfg)
+    runner.train()
+    assert runner.iter == 2
+    hub = runner.message_hub
+    # the schedule hooks ran (value before the last iteration, iter 1 of 2)
+    assert hub.get_scalar('train/target_momentum').current() == \
+        pytest.approx(0.996 + 0.004 * 1 / (1.25 * 2))
+    for key in ('loss_ce', 'loss_prior', 'prior_kl', 'num_prototypes_used'):
+        assert torch.isfinite(torch.tensor(
+            hub.get_scalar(f'train/{key}').current()))
+    results = json.load(open(osp.join(str(tmp_path), 'knn.json')))
+    assert set(results) == {'iter', 'digit_label', 'background_label'}
+    assert 0 <= results['digit_label'] <= 100

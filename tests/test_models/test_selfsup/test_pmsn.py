@@ -1,0 +1,143 @@
+"""PMSN algorithm: backbones, masking of random views only, gradients, EMA."""
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+
+from mmpretrain.registry import MODELS
+
+D = 32
+
+
+def _vit():
+    return dict(
+        type='VisionTransformer',
+        arch=dict(embed_dims=48, num_layers=2, num_heads=3,
+                  feedforward_channels=96),
+        img_size=32, patch_size=8)
+
+
+def _pmsn(backbone, in_channels, mask_ratio=0.0, num_random_views=1,
+          prior=None):
+    return MODELS.build(
+        dict(
+            type='PMSN',
+            backbone=backbone,
+            neck=dict(type='MSNProjector', in_channels=in_channels,
+                      hidden_channels=64, out_channels=D),
+            head=dict(
+                type='PMSNHead', num_prototypes=7, in_channels=D,
+                loss=dict(type='PMSNLoss', prior_weight=5.0,
+                          prior=prior or dict(type='PowerLawPrior', tau=0.5))),
+            num_random_views=num_random_views,
+            mask_ratio=mask_ratio))
+
+
+def _views(batch=4, sizes=(32, 32, 32, 16, 16)):
+    torch.manual_seed(0)
+    return [torch.randn(batch, 3, s, s) for s in sizes]
+
+
+@pytest.mark.parametrize('backbone, channels, mask', [
+    (_vit(), 48, 0.3),
+    (dict(type='ResNet_CIFAR', depth=18), 512, 0.0),
+    (dict(type='TIMMBackbone', model_name='resnet10t', pretrained=False,
+          features_only=False, num_classes=0), 512, 0.0),
+])
+def test_every_trainable_parameter_gets_a_gradient(backbone, channels, mask):
+    model = _pmsn(backbone, channels, mask_ratio=mask, num_random_views=2)
+    model.train()
+    losses = model.loss(_views(), data_samples=[])
+    total = sum(v for k, v in losses.items() if 'loss' in k)
+    assert torch.isfinite(total)
+    total.backward()
+    online = [(n, p) for n, p in model.named_parameters()
+              if not n.startswith('target_net')]
+    assert any(n == 'head.prototypes' for n, _ in online)
+    for name, param in online:
+        if param.requires_grad:
+            assert param.grad is not None, name
+            assert torch.isfinite(param.grad).all(), name
+    assert torch.count_nonzero(model.head.prototypes.grad) > 0
+    for name, param in model.target_net.named_parameters():
+        assert not param.requires_grad and param.grad is None, name
+
+
+def test_random_views_masked_focal_views_not():
+    model = _pmsn(_vit(), 48, mask_ratio=0.5, num_random_views=2)
+    seen = []
+    handle = model.backbone.layers[0].register_forward_pre_hook(
+        lambda mod, args: seen.append(tuple(args[0].shape)))
+    target_seen = []
+    model.target_net.module[0].layers[0].register_forward_pre_hook(
+        lambda mod, args: target_seen.append(tuple(args[0].shape)))
+    model.loss(_views(batch=4), data_samples=[])
+    handle.remove()
+    n32 = (32 // 8)**2  # 16 patches per 32 px view
+    n16 = (16 // 8)**2  # 4 patches per 16 px focal view
+    # random views: 2 views batched, CLS + floor(16 * 0.5) patches
+    assert seen[0] == (2 * 4, 1 + math.floor(n32 * 0.5), 48)
+    # focal views: 2 views batched, unmasked
+    assert seen[1] == (2 * 4, 1 + n16, 48)
+    assert len(seen) == 2
+    # target: one unmasked view through the EMA copy
+    assert target_seen == [(4, 1 + n32, 48)]
+
+
+def test_uniform_prior_model_equals_msn_me_max():
+    model = _pmsn(_vit(), 48, prior=dict(type='UniformPrior'))
+    losses = model.loss(_views(sizes=(32, 32)), data_samples=[])
+    h = losses['mean_probs_entropy']
+    # lambda * KL(p̄ || U) = lambda * (log K - H(p̄))
+    assert losses['loss_prior'].item() == pytest.approx(
+        5.0 * (math.log(7) - h.item()), abs=1e-5)
+
+
+def test_ema_target_update_follows_momentum():
+    model = _pmsn(_vit(), 48)
+    views = _views(sizes=(32, 32))
+    model.loss(views, data_samples=[])  # step 0 copies online -> target
+    with torch.no_grad():
+        for p in model.backbone.parameters():
+            p.add_(0.1)
+    old = {n: p.clone() for n, p in model.target_net.module.named_parameters()}
+    online = dict(nn.Sequential(model.backbone,
+                                model.neck).named_parameters())
+    model.set_target_momentum(0.9)
+    assert model.target_momentum == pytest.approx(0.9)
+    model.loss(views, data_samples=[])
+    for name, param in model.target_net.module.named_parameters():
+        expected = 0.9 * old[name] + 0.1 * online[name]
+        assert torch.allclose(param, expected, atol=1e-6), name
+
+
+def test_sharpen_temperature_setter_reaches_the_loss():
+    model = _pmsn(_vit(), 48)
+    model.set_sharpen_temperature(0.5)
+    assert model.head.loss_module.sharpen_temperature == 0.5
+
+
+@pytest.mark.parametrize('kwargs, match', [
+    (dict(mask_ratio=0.2), 'mask_ratio=0.2 needs a token-based backbone'),
+    (dict(mask_ratio=1.0), 'mask_ratio'),
+    (dict(num_random_views=0), 'num_random_views'),
+])
+def test_bad_settings_raise(kwargs, match):
+    backbone = dict(type='ResNet_CIFAR', depth=18) if kwargs.get(
+        'mask_ratio') == 0.2 else _vit()
+    channels = 512 if kwargs.get('mask_ratio') == 0.2 else 48
+    with pytest.raises(ValueError, match=match):
+        _pmsn(backbone, channels, **kwargs)
+
+
+def test_too_few_views_raise():
+    model = _pmsn(_vit(), 48, num_random_views=2)
+    with pytest.raises(ValueError, match='num_random_views=2'):
+        model.loss(_views(sizes=(32, 32)), data_samples=[])
+
+
+def test_target_momentum_out_of_range():
+    model = _pmsn(_vit(), 48)
+    with pytest.raises(ValueError, match='momentum'):
+        model.set_target_momentum(1.5)
