@@ -1,0 +1,85 @@
+"""Sampler configs build; toy ones give batches with exactly K classes."""
+import glob
+import os.path as osp
+import re
+from unittest import mock
+
+import numpy as np
+import pytest
+from mmengine.config import Config
+from mmengine.registry import init_default_scope
+from mmengine.runner import Runner
+
+from mmpretrain.registry import MODELS
+from tests._configs import CONFIGS
+
+SAMPLER_CONFIGS = sorted(glob.glob(osp.join(CONFIGS, 'samplers', '*.py')))
+
+
+def _fake_annotations(root, num_classes, per_class):
+    (root / 'meta').mkdir()
+    lines = [f'c{c}/{i}.jpg {c}' for c in range(num_classes)
+             for i in range(per_class)]
+    (root / 'meta' / 'train.txt').write_text('\n'.join(lines) + '\n')
+    return str(root)
+
+
+def _loader_cfg(cfg, tmp_path):
+    loader = cfg.train_dataloader.copy()
+    loader.num_workers = 0
+    loader.persistent_workers = False
+    ds = loader.dataset
+    if ds.type == 'PowerLawOverlayDataset':
+        ds.num_samples = 600
+        ds.pipeline = [dict(type='PackInputs',
+                            meta_keys=('digit_label', 'background_label'))]
+    else:
+        # enough classes/images for K = 960 (1 per class) and K = 2 (480)
+        ds.data_root = _fake_annotations(tmp_path, 961, 2) if \
+            loader.sampler.get('classes_per_batch') == 960 else \
+            _fake_annotations(tmp_path, 10, 480)
+        ds.pipeline = []
+    return loader
+
+
+@pytest.mark.parametrize('path', SAMPLER_CONFIGS, ids=osp.basename)
+def test_sampler_config_builds(path, tmp_path):
+    init_default_scope('mmpretrain')
+    cfg = Config.fromfile(path)
+    MODELS.build(cfg.model)
+    # simulate rank 0 of the GPU count in the config name ({N}xb{B})
+    world = int(re.search(r'_(\d+)xb\d+', osp.basename(path)).group(1))
+    with mock.patch('pmsn_mm.datasets.samplers.class_stratified_sampler.'
+                    'get_dist_info', return_value=(0, world)), \
+            mock.patch('pmsn_mm.datasets.samplers.class_frequency_sampler.'
+                       'get_dist_info', return_value=(0, world)):
+        loader = Runner.build_dataloader(_loader_cfg(cfg, tmp_path), seed=0)
+    sampler = loader.sampler
+    assert type(sampler).__name__ == cfg.train_dataloader.sampler.type
+    if hasattr(sampler, 'epoch_batches'):
+        batches = sampler.epoch_batches()  # global batches
+        labels = np.asarray(loader.dataset.get_gt_labels())
+        k = cfg.train_dataloader.sampler.classes_per_batch
+        assert batches.shape[1] == cfg.train_dataloader.batch_size * world
+        for batch in batches[:20]:
+            assert len(np.unique(labels[batch])) == k
+
+
+@pytest.mark.parametrize('name, k', [
+    ('pmsn_vit-mini-p4_1xb60-cpu-toy-class-balanced-k10_power-law-overlay.py',
+     10),
+    ('pmsn_vit-mini-p4_1xb60-cpu-toy-class-imbalanced-k2_power-law-overlay.py',
+     2),
+])
+def test_toy_batches_hold_k_background_classes(name, k, tmp_path):
+    """Through the real DataLoader: each batch has K backgrounds, 60/K each."""
+    init_default_scope('mmpretrain')
+    cfg = Config.fromfile(osp.join(CONFIGS, 'samplers', name))
+    loader = Runner.build_dataloader(_loader_cfg(cfg, tmp_path), seed=0)
+    for i, batch in enumerate(loader):
+        bg = np.array([s.background_label for s in batch['data_samples']])
+        classes, counts = np.unique(bg, return_counts=True)
+        assert len(classes) == k
+        assert set(counts) == {60 // k}
+        if i == 4:
+            break
