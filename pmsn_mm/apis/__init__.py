@@ -1,0 +1,20 @@
+"""Helpers for the analysis tools: load a checkpoint, extract features and
+the pure functions behind the paper's figures.
+
+Not imported by ``pmsn_mm/__init__.py`` (it pulls in tqdm and the tools'
+plotting); use ``import pmsn_mm.apis``.
+"""
+from .analysis import (chance_agreement, contingency, cosine_knn,
+                       neighbor_agreement, save_image_grid,
+                       top_samples_per_prototype, two_clusters, usage_counts)
+from .inference import (build_dataset, dataset_config, dataset_labels,
+                        extract_features, load_image, load_model,
+                        prototype_probabilities)
+
+__all__ = [
+    'build_dataset', 'chance_agreement', 'contingency', 'cosine_knn',
+    'dataset_config', 'dataset_labels', 'extract_features', 'load_image',
+    'load_model', 'neighbor_agreement', 'prototype_probabilities',
+    'save_image_grid', 'top_samples_per_prototype', 'two_clusters',
+    'usage_counts'
+]

@@ -1,0 +1,206 @@
+"""Load a trained model and extract features/prototype probabilities."""
+import copy
+from typing import Dict, Optional, Union
+
+import mmcv
+import numpy as np
+import torch
+import torch.nn.functional as F
+from mmengine.config import Config
+from mmengine.dataset import default_collate
+from mmengine.registry import init_default_scope
+from mmengine.runner import load_checkpoint
+from torch import Tensor, nn
+from torch.utils.data import DataLoader, Dataset
+from tqdm import tqdm
+
+from pmsn_mm.models.losses import prototype_log_probabilities
+
+STAGES = ('backbone', 'neck')
+
+
+def load_model(config: Union[str, Config],
+               checkpoint: Optional[str] = None,
+               device: str = 'cpu',
+               cfg_options: Optional[dict] = None) -> nn.Module:
+    """Build the config's model and load a checkpoint into it (eval mode).
+
+    Args:
+        config: Config path or ``Config``.
+        checkpoint: Checkpoint path (mmengine format); None keeps the
+            initialised weights.
+        device: Device to move the model to.
+        cfg_options: Overrides merged into the config.
+
+    Returns:
+        The model in eval mode, with the config attached as ``model.cfg``.
+    """
+    cfg = Config.fromfile(config) if isinstance(config,
+                                                str) else copy.deepcopy(config)
+    if cfg_options:
+        cfg.merge_from_dict(cfg_options)
+    init_default_scope(cfg.get('default_scope', 'mmpretrain'))
+    from mmpretrain.registry import MODELS
+    model = MODELS.build(cfg.model)
+    if checkpoint is None:
+        model.init_weights()
+    else:
+        load_checkpoint(model, checkpoint, map_location='cpu')
+    model.cfg = cfg
+    return model.to(device).eval()
+
+
+def dataset_config(cfg: Config,
+                   split: Optional[str] = None,
+                   num_samples: Optional[int] = None,
+                   which: str = 'test') -> dict:
+    """Pick a dataset config for analysis from a training config.
+
+    Without ``split``, the ``KNNEvalHook``'s ``test_dataset`` (``which=
+    'test'``) or ``train_dataset`` (``which='train'``) is used when the
+    config has that hook; otherwise (or with ``split``) the training dataset
+    with ``split=split or which`` and the config's ``test_pipeline`` (default
+    ``[PackInputs]``).
+
+    Args:
+        cfg: The training config.
+        split: Force this split of the training dataset.
+        num_samples: Keep the first ``num_samples`` samples (``indices``).
+        which: ``'train'`` or ``'test'``.
+
+    Returns:
+        A dataset config dict.
+    """
+    if which not in ('train', 'test'):
+        raise ValueError(f"which must be 'train' or 'test', got {which!r}.")
+    ds_cfg = None
+    if split is None:
+        for hook in cfg.get('custom_hooks', None) or []:
+            if hook.get('type') == 'KNNEvalHook':
+                ds_cfg = copy.deepcopy(hook[f'{which}_dataset'])
+    if ds_cfg is None:
+        ds_cfg = copy.deepcopy(cfg.train_dataloader.dataset)
+        ds_cfg['split'] = split or which
+        ds_cfg['pipeline'] = copy.deepcopy(
+            cfg.get('test_pipeline', None) or [dict(type='PackInputs')])
+    ds_cfg = dict(ds_cfg)
+    if num_samples is not None:
+        ds_cfg['indices'] = int(num_samples)
+    return ds_cfg
+
+
+def build_dataset(ds_cfg: dict) -> Dataset:
+    """Build a dataset from its config (in the mmpretrain scope)."""
+    init_default_scope('mmpretrain')
+    from mmpretrain.registry import DATASETS
+    return DATASETS.build(ds_cfg)
+
+
+def dataset_labels(dataset: Dataset) -> Dict[str, np.ndarray]:
+    """Labels to compare neighbours with: ``digit``/``background`` for the
+    toy set, ``gt_label`` for other mmpretrain datasets, else none.
+
+    Args:
+        dataset: A dataset.
+
+    Returns:
+        Dict of int arrays of shape (N,).
+    """
+    if hasattr(dataset, 'get_digit_labels'):
+        return dict(
+            digit=np.asarray(dataset.get_digit_labels()),
+            background=np.asarray(dataset.get_background_labels()))
+    try:
+        return dict(gt_label=np.asarray(dataset.get_gt_labels()))
+    except (AttributeError, KeyError, TypeError):
+        return {}
+
+
+def load_image(dataset: Dataset, index: int) -> np.ndarray:
+    """The raw image of sample ``index`` as (H, W, 3) uint8 RGB.
+
+    Args:
+        dataset: A dataset with ``get_data_info`` (``img`` or ``img_path``).
+        index: Sample index.
+
+    Returns:
+        Array of shape (H, W, 3).
+    """
+    info = dataset.get_data_info(index)
+    img = info['img'] if 'img' in info else mmcv.imread(
+        info['img_path'], channel_order='rgb')
+    img = np.asarray(img)
+    if img.ndim == 2:
+        img = img[..., None]
+    if img.shape[-1] == 1:
+        img = np.repeat(img, 3, axis=-1)
+    return img
+
+
+def _last(x):
+    return x[-1] if isinstance(x, (list, tuple)) else x
+
+
+@torch.no_grad()
+def extract_features(model: nn.Module,
+                     dataset: Dataset,
+                     batch_size: int = 64,
+                     stage: str = 'backbone',
+                     num_workers: int = 0,
+                     progress: bool = True) -> Tensor:
+    """Features of every sample, in dataset order, with a progress bar.
+
+    ``'backbone'``: ``model.extract_feat`` (last output, 4-D maps
+    average-pooled), as :class:`~pmsn_mm.engine.hooks.KNNEvalHook`;
+    ``'neck'``: backbone + neck, the embedding compared with the prototypes.
+
+    Args:
+        model: A model in eval mode.
+        dataset: Dataset whose pipeline packs ``inputs`` (test pipeline).
+        batch_size: Batch size.
+        stage: ``'backbone'`` or ``'neck'``.
+        num_workers: DataLoader workers.
+        progress: Show a tqdm progress bar.
+
+    Returns:
+        Tensor of shape (N, D) on the CPU.
+    """
+    if stage not in STAGES:
+        raise ValueError(f'stage must be one of {STAGES}, got {stage!r}.')
+    loader = DataLoader(
+        dataset,
+        batch_size=batch_size,
+        shuffle=False,
+        num_workers=num_workers,
+        collate_fn=default_collate)
+    feats = []
+    for data in tqdm(loader, desc=f'{stage} features', disable=not progress):
+        inputs = model.data_preprocessor(data, False)['inputs']
+        inputs = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
+        out = _last(model.extract_feat(inputs))
+        if stage == 'neck':
+            out = _last(model.neck(out))
+        if out.dim() == 4:
+            out = F.adaptive_avg_pool2d(out, 1).flatten(1)
+        feats.append(out.float().cpu())
+    return torch.cat(feats)
+
+
+@torch.no_grad()
+def prototype_probabilities(model: nn.Module, embeddings: Tensor) -> Tensor:
+    """Prototype probabilities of neck embeddings, as the PMSN loss computes
+    them (its temperature and label smoothing).
+
+    Args:
+        model: A model with ``head.prototypes`` and ``head.loss_module``.
+        embeddings: Tensor of shape (N, D).
+
+    Returns:
+        Tensor of shape (N, K).
+    """
+    loss = model.head.loss_module
+    prototypes = model.head.prototypes.detach().float().cpu()
+    return prototype_log_probabilities(embeddings.float().cpu(), prototypes,
+                                       loss.temperature,
+                                       getattr(loss, 'label_smoothing',
+                                               0.0)).exp()

@@ -1,0 +1,112 @@
+"""Prior diagnostics of p̄: hand-computed values, validation and the plot."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from pmsn_mm.evaluation.functional import (effective_num_clusters,
+                                           plot_rank_probability,
+                                           prior_diagnostics,
+                                           sorted_probabilities,
+                                           update_used_prototypes)
+
+PNG_HEADER = b'\x89PNG\r\n\x1a\n'
+LN2, LN3 = math.log(2), math.log(3)
+
+
+def test_uniform_prior_by_hand():
+    stats = prior_diagnostics(
+        torch.tensor([0.5, 0.25, 0.25]), torch.full((3, ), 1 / 3))
+    assert stats['entropy'] == pytest.approx(1.5 * LN2, abs=1e-12)
+    assert stats['effective_clusters'] == pytest.approx(2**1.5, abs=1e-12)
+    # KL(p̄ ‖ u) = log K - H(p̄)
+    assert stats['kl_forward'] == pytest.approx(LN3 - 1.5 * LN2, abs=1e-7)
+    # KL(u ‖ p̄) = 1/3 (ln(2/3) + 2 ln(4/3)) = 5/3 ln 2 - ln 3
+    assert stats['kl_reverse'] == pytest.approx(5 / 3 * LN2 - LN3, abs=1e-7)
+    assert stats['prior_entropy'] == pytest.approx(LN3, abs=1e-7)
+    assert stats['prior_effective_clusters'] == pytest.approx(3, abs=1e-6)
+
+
+def test_non_uniform_prior_by_hand():
+    stats = prior_diagnostics(
+        torch.tensor([0.5, 0.5]), torch.tensor([0.75, 0.25]))
+    assert stats['kl_forward'] == pytest.approx(0.5 * math.log(0.5 / 0.75) +
+                                                0.5 * math.log(0.5 / 0.25))
+    assert stats['kl_reverse'] == pytest.approx(0.75 * math.log(0.75 / 0.5) +
+                                                0.25 * math.log(0.25 / 0.5))
+    assert stats['kl_forward'] != pytest.approx(stats['kl_reverse'])
+    assert stats['effective_clusters'] == pytest.approx(2.0)
+
+
+def test_matching_prior_has_zero_kl():
+    prior = torch.tensor([0.4, 0.3, 0.2, 0.1], dtype=torch.float64)
+    stats = prior_diagnostics(prior.clone(), prior)
+    assert stats['kl_forward'] == pytest.approx(0, abs=1e-12)
+    assert stats['kl_reverse'] == pytest.approx(0, abs=1e-12)
+    assert stats['effective_clusters'] == pytest.approx(
+        stats['prior_effective_clusters'])
+
+
+def test_collapsed_mean_probs():
+    stats = prior_diagnostics(torch.tensor([1.0, 0.0]), torch.tensor([.5, .5]))
+    assert stats['entropy'] == 0
+    assert stats['effective_clusters'] == 1
+    assert stats['kl_forward'] == pytest.approx(LN2)
+    # reverse KL is huge (an empty cluster) but finite
+    assert math.isfinite(stats['kl_reverse']) and stats['kl_reverse'] > 100
+
+
+def test_effective_num_clusters_batched():
+    p = torch.tensor([[0.25] * 4, [1.0, 0, 0, 0]])
+    assert torch.allclose(effective_num_clusters(p), torch.tensor([4.0, 1.0]))
+
+
+def test_sorted_probabilities():
+    p_sorted, q_sorted = sorted_probabilities(
+        torch.tensor([0.1, 0.6, 0.3]), torch.tensor([0.2, 0.3, 0.5]))
+    assert p_sorted.tolist() == pytest.approx([0.6, 0.3, 0.1])
+    assert q_sorted.tolist() == pytest.approx([0.5, 0.3, 0.2])
+
+
+def test_update_used_prototypes_accumulates():
+    used = torch.zeros(4, dtype=torch.bool)
+    used = update_used_prototypes(used, torch.tensor([[0.9, .1, 0, 0]]))
+    used = update_used_prototypes(
+        used, torch.tensor([[0, .2, .8, 0], [.6, .4, 0, 0]]))
+    assert used.tolist() == [True, False, True, False]
+
+
+def test_update_used_prototypes_shape_error():
+    with pytest.raises(ValueError, match='expected used'):
+        update_used_prototypes(
+            torch.zeros(3, dtype=torch.bool), torch.rand(2, 4))
+
+
+@pytest.mark.parametrize('p, q, match', [
+    (torch.rand(2, 3), torch.rand(3), 'mean_probs must be a non-empty 1-D'),
+    (torch.rand(3), torch.rand(0), 'prior must be a non-empty 1-D'),
+    (torch.tensor([0.5, -0.1, 0.6]), torch.rand(3), 'finite and non-neg'),
+    (torch.tensor([0.5, float('nan')]), torch.rand(2), 'finite and non-neg'),
+    (torch.rand(3), torch.rand(4), 'mean_probs has 3 entries but the prior'),
+])
+def test_validation_errors(p, q, match):
+    with pytest.raises(ValueError, match=match):
+        prior_diagnostics(p, q)
+
+
+def test_plot_rank_probability_writes_png(tmp_path):
+    out = tmp_path / 'usage.png'
+    p = torch.tensor([0.7, 0.2, 0.1, 0.0])  # a 0 entry cannot be drawn
+    image = plot_rank_probability(
+        p, torch.full((4, ), 0.25), str(out), title='t')
+    data = out.read_bytes()
+    assert data[:8] == PNG_HEADER and len(data) > 1000
+    assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
+    assert image.std() > 0  # something was drawn
+
+
+def test_plot_rank_probability_without_file():
+    image = plot_rank_probability(
+        torch.tensor([.5, .5]), torch.tensor([.5, .5]))
+    assert image.shape[0] > 100 and image.shape[1] > 100

@@ -1,0 +1,37 @@
+"""Benchmark scripts run end to end on tiny settings (no timing asserts)."""
+import importlib.util
+import os.path as osp
+import subprocess
+import sys
+
+from tests._configs import CONFIGS, REPO
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(
+        name, osp.join(REPO, 'tools', 'benchmarks', f'{name}.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_pmsn_step_benchmark_reports_numbers(capsys):
+    bench = _load('benchmark_pmsn_step')
+    cfg = osp.join(CONFIGS, 'pmsn',
+                   'pmsn_vit-mini-p4_1xb64-cpu-toy_power-law-overlay.py')
+    result = bench.main([cfg, '--batch-size', '4', '--steps', '2',
+                         '--warmup', '1', '--device', 'cpu'])
+    assert result['views'] == 2 and result['batch'] == 4
+    assert result['median_step_s'] > 0 and result['images_per_s'] > 0
+    assert 'images/s' in capsys.readouterr().out
+
+
+def test_sampler_benchmark_runs_small():
+    out = subprocess.run([
+        sys.executable,
+        osp.join(REPO, 'tools', 'benchmarks', 'benchmark_samplers.py'),
+        '--num-images', '2000', '--num-classes', '50', '--max-count', '200',
+        '--cases', '10:100', '2:100', '--powers', '0.5', '--repeats', '2'
+    ], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert 'ms' in out.stdout

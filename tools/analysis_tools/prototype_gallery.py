@@ -1,0 +1,125 @@
+"""Prototype gallery: the training images each prototype is most probable for.
+
+A cheap stand-in for the RCDM prototype images of paper Figs. 2/4 (RCDM
+needs a GPU-trained diffusion model and is out of scope). Embeds training
+images with the online backbone + neck, computes the prototype probabilities
+as the PMSN loss does (its temperature and label smoothing) and writes
+
+- ``prototype_gallery.png``: one row per prototype (most used first), its
+  ``--top-n`` most probable images, captioned with the probability;
+- ``prototype_usage.json``: usage counts (how many images have each
+  prototype as argmax) and the gallery's image indices; the counts are also
+  printed.
+
+Examples:
+    python tools/analysis_tools/prototype_gallery.py CONFIG CHECKPOINT \\
+        --out-dir work_dirs/gallery --top-n 8 --num-samples 2000
+"""
+import argparse
+import json
+import os
+import os.path as osp
+from typing import Dict, List, Optional
+
+from mmengine.config import DictAction
+
+from pmsn_mm.apis import (build_dataset, dataset_config, extract_features,
+                          load_image, load_model, prototype_probabilities,
+                          save_image_grid, top_samples_per_prototype,
+                          usage_counts)
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description='Most probable training images per prototype '
+        '(stand-in for paper Figs. 2/4)')
+    parser.add_argument('config', help='training config')
+    parser.add_argument('checkpoint', help='checkpoint of that config')
+    parser.add_argument(
+        '--out-dir',
+        default='work_dirs/prototype_gallery',
+        help='folder for the PNG and JSON')
+    parser.add_argument(
+        '--split',
+        choices=['train', 'test'],
+        help='use this split of the training dataset (default: the '
+        "KNNEvalHook's train dataset, else the train split)")
+    parser.add_argument(
+        '--num-samples',
+        type=int,
+        help='keep only the first N samples of the dataset')
+    parser.add_argument(
+        '--top-n', type=int, default=8, help='images per prototype')
+    parser.add_argument(
+        '--max-prototypes',
+        type=int,
+        default=32,
+        help='rows to draw (the most used prototypes)')
+    parser.add_argument('--batch-size', type=int, default=64)
+    parser.add_argument('--device', default='cpu')
+    parser.add_argument(
+        '--cfg-options',
+        nargs='+',
+        action=DictAction,
+        help='override config settings')
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[List[str]] = None) -> Dict:
+    """Run the tool; returns the report that is also saved as JSON."""
+    args = parse_args(argv)
+    model = load_model(args.config, args.checkpoint, args.device,
+                       args.cfg_options)
+    for name in ('neck', 'head'):
+        if getattr(model, name, None) is None:
+            raise ValueError(f'{type(model).__name__} has no {name}; the '
+                             'gallery needs a prototype model such as PMSN.')
+    ds_cfg = dataset_config(model.cfg, args.split, args.num_samples, 'train')
+    dataset = build_dataset(ds_cfg)
+    embeddings = extract_features(model, dataset, args.batch_size, 'neck')
+    probs = prototype_probabilities(model, embeddings)
+    counts = usage_counts(probs)
+    top = top_samples_per_prototype(probs, args.top_n)
+    # most used first; ties by index
+    order = sorted(range(len(counts)), key=lambda k: (-counts[k], k))
+    shown = order[:args.max_prototypes]
+
+    rows, captions, row_titles = [], [], []
+    for k in shown:
+        rows.append([load_image(dataset, int(i)) for i in top[k]])
+        captions.append([f'{float(probs[i, k]):.2f}' for i in top[k]])
+        row_titles.append(f'#{k} n={int(counts[k])}')
+    os.makedirs(args.out_dir, exist_ok=True)
+    png = osp.join(args.out_dir, 'prototype_gallery.png')
+    save_image_grid(
+        rows,
+        png,
+        row_titles=row_titles,
+        cell_titles=captions,
+        title=f'Top-{args.top_n} images per prototype ({len(dataset)} '
+        f'images; n = argmax count)')
+
+    report = dict(
+        config=args.config,
+        checkpoint=args.checkpoint,
+        num_samples=len(dataset),
+        num_prototypes=len(counts),
+        num_used=int((counts > 0).sum()),
+        usage_counts=counts.tolist(),
+        usage_fraction=(counts / max(counts.sum(), 1)).tolist(),
+        gallery={int(k): top[k].tolist()
+                 for k in shown},
+        png=png)
+    with open(osp.join(args.out_dir, 'prototype_usage.json'), 'w') as f:
+        json.dump(report, f, indent=2)
+    print(f'usage counts (argmax over {len(dataset)} images, '
+          f'{report["num_used"]}/{len(counts)} prototypes used):')
+    for k in order:
+        print(f'  prototype {k:4d}: {int(counts[k]):6d} '
+              f'({counts[k] / max(counts.sum(), 1):.3f})')
+    print(f'figure: {png}')
+    return report
+
+
+if __name__ == '__main__':
+    main()
