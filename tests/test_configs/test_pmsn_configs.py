@@ -117,3 +117,39 @@ def test_cpu_toy_config_runs_two_iterations(tmp_path):
     results = json.load(open(osp.join(str(tmp_path), 'knn.json')))
     assert set(results) == {'iter', 'digit_label', 'background_label'}
     assert 0 <= results['digit_label'] <= 100
+
+
+def test_knn_metric_as_val_evaluator_during_pretraining(tmp_path):
+    """PMSN.predict feeds KNNAccuracy in mmengine's ValLoop (both labels)."""
+    cfg = Config.fromfile(CPU_TOY)
+    cfg.work_dir = str(tmp_path)
+    cfg.train_cfg = dict(type='IterBasedTrainLoop', max_iters=2,
+                         val_interval=2)
+    cfg.train_dataloader.batch_size = 8
+    cfg.train_dataloader.dataset.num_samples = 32
+    cfg.custom_hooks = [h for h in cfg.custom_hooks
+                        if h.type != 'KNNEvalHook']
+    pack = [dict(type='PackInputs',
+                 meta_keys=('digit_label', 'background_label'))]
+    cfg.val_dataloader = dict(
+        batch_size=16, num_workers=0,
+        sampler=dict(type='DefaultSampler', shuffle=False),
+        collate_fn=dict(type='default_collate'),
+        dataset=dict(
+            type='KNNEvalDataset',
+            memory=dict(type='PowerLawOverlayDataset', split='train',
+                        num_samples=60, pipeline=pack),
+            query=dict(type='PowerLawOverlayDataset', split='test',
+                       num_samples=20, pipeline=pack)))
+    cfg.val_evaluator = [
+        dict(type='KNNAccuracy', k=5, label_key='digit_label',
+             prefix='knn_digit'),
+        dict(type='KNNAccuracy', k=5, label_key='background_label',
+             prefix='knn_background'),
+    ]
+    cfg.val_cfg = dict()
+    runner = Runner.from_cfg(cfg)
+    runner.train()
+    metrics = runner.val_loop.run()
+    assert set(metrics) >= {'knn_digit/top1', 'knn_background/top1'}
+    assert all(0 <= v <= 100 for v in metrics.values())

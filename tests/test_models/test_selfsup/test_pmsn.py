@@ -141,3 +141,16 @@ def test_target_momentum_out_of_range():
     model = _pmsn(_vit(), 48)
     with pytest.raises(ValueError, match='momentum'):
         model.set_target_momentum(1.5)
+
+
+def test_predict_attaches_backbone_features():
+    model = _pmsn(_vit(), 48)
+    model.eval()
+    x = torch.randn(3, 3, 32, 32)
+    samples = model([x], mode='predict')
+    assert len(samples) == 3
+    expected = model.backbone(x)[-1]
+    assert torch.allclose(samples[1].features, expected[1])
+    resnet = _pmsn(dict(type='ResNet_CIFAR', depth=18), 512)
+    resnet.eval()
+    assert resnet.extract_feat(x).shape == (3, 512)

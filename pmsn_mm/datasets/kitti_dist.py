@@ -1,0 +1,216 @@
+"""KITTI/Dist: distance bin of the closest vehicle, from KITTI object labels.
+
+Transfer task of the paper's §4 evaluation (Appendix E.2 follows VISSL); the
+label rule re-states VISSL's ``extra_scripts/datasets/
+create_kitti_dist_data_files.py``: ``d`` is the smallest camera-frame depth
+``z`` (field 13 of a label line) over the Car/Van/Truck objects of an image,
+``-inf`` when there is none, and the class is
+``bisect_left((0.0, 8.0, 20.0), d)``:
+
+=====  ===============  ==========================
+class  name             distance of closest vehicle
+=====  ===============  ==========================
+0      ``no_vehicle``   none (or ``d <= 0``)
+1      ``below_8``      ``0 < d <= 8`` m
+2      ``below_20``     ``8 < d <= 20`` m
+3      ``above_20``     ``d > 20`` m
+=====  ===============  ==========================
+
+Only KITTI's ``training`` part is labelled, so VISSL draws an 80/20
+train/test split from it with an unseeded ``np.random.permutation``; ours is
+drawn from ``seed`` over the sorted image ids and is reproducible.
+
+Expected layout (``data_root``)::
+
+    training/label_2/000000.txt   one object per line, 15 fields:
+                                  type truncated occluded alpha x1 y1 x2 y2
+                                  h w l x y z rotation_y
+    training/image_2/000000.png
+"""
+import bisect
+import glob
+import math
+import os.path as osp
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+from mmpretrain.datasets import BaseDataset
+from mmpretrain.registry import DATASETS
+
+KITTI_VEHICLE_TYPES: Tuple[str, ...] = ('Car', 'Van', 'Truck')
+KITTI_DIST_THRESHOLDS: Tuple[float, ...] = (0.0, 8.0, 20.0)
+KITTI_DIST_CLASSES: Tuple[str, ...] = ('no_vehicle', 'below_8', 'below_20',
+                                       'above_20')
+KITTI_SPLITS: Tuple[str, ...] = ('train', 'test')
+#: Fields of a KITTI object label line; the depth z is ``fields[13]``.
+KITTI_NUM_FIELDS = 15
+KITTI_Z_FIELD = 13
+LABEL_DIR = osp.join('training', 'label_2')
+IMAGE_DIR = osp.join('training', 'image_2')
+#: Wraps an iterable to show progress (``tqdm`` in the converter).
+ProgressFn = Callable[[Iterable], Iterable]
+
+
+def closest_vehicle_distance(label_lines: Iterable[str],
+                             source: str = 'label lines') -> float:
+    """Smallest depth ``z`` over the Car/Van/Truck objects of one image.
+
+    Args:
+        label_lines: Lines of a ``label_2/<id>.txt`` file.
+        source: Name of the file, for error messages.
+
+    Returns:
+        The distance in metres, or ``-inf`` when there is no vehicle.
+    """
+    distances = []
+    for lineno, line in enumerate(label_lines, 1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) < KITTI_NUM_FIELDS:
+            raise ValueError(
+                f'{source}, line {lineno}: expected {KITTI_NUM_FIELDS} '
+                'space-separated fields (type truncated occluded alpha '
+                'x1 y1 x2 y2 h w l x y z rotation_y), got '
+                f'{len(fields)}: {line.strip()!r}.')
+        if fields[0] not in KITTI_VEHICLE_TYPES:
+            continue
+        try:
+            distances.append(float(fields[KITTI_Z_FIELD]))
+        except ValueError as e:
+            raise ValueError(
+                f'{source}, line {lineno}: field {KITTI_Z_FIELD} (location '
+                f'z) must be a number, got {fields[KITTI_Z_FIELD]!r}.') from e
+    return min(distances, default=-math.inf)
+
+
+def kitti_dist_label(label_lines: Iterable[str],
+                     source: str = 'label lines') -> int:
+    """KITTI/Dist class of one image (see the module docstring's table).
+
+    Args:
+        label_lines: Lines of a ``label_2/<id>.txt`` file.
+        source: Name of the file, for error messages.
+
+    Returns:
+        Class index in [0, 4): ``bisect_left((0, 8, 20), d)``.
+    """
+    return bisect.bisect_left(KITTI_DIST_THRESHOLDS,
+                              closest_vehicle_distance(label_lines, source))
+
+
+def kitti_train_test_split(image_ids: Sequence[str],
+                           train_fraction: float = 0.8,
+                           seed: int = 0) -> Dict[str, List[str]]:
+    """Seeded, reproducible train/test split of KITTI image ids.
+
+    The ids are sorted first, so the split depends only on the set of ids,
+    ``train_fraction`` and ``seed``. As in VISSL, the train split holds
+    ``round(n * train_fraction)`` images.
+
+    Args:
+        image_ids: KITTI image ids (e.g. ``'000123'``).
+        train_fraction: Fraction of images in the train split, in (0, 1).
+        seed: Seed of the permutation.
+
+    Returns:
+        ``{'train': sorted ids, 'test': sorted ids}``.
+    """
+    if not 0.0 < train_fraction < 1.0:
+        raise ValueError(
+            f'train_fraction must be in (0, 1), got {train_fraction}.')
+    ids = sorted(image_ids)
+    order = np.random.default_rng(seed).permutation(len(ids))
+    num_train = int(round(len(ids) * train_fraction))
+    return dict(
+        train=sorted(ids[i] for i in order[:num_train]),
+        test=sorted(ids[i] for i in order[num_train:]))
+
+
+def kitti_dist_samples(data_root: str,
+                       split: str,
+                       train_fraction: float = 0.8,
+                       seed: int = 0,
+                       progress: Optional[ProgressFn] = None
+                       ) -> List[Tuple[str, int]]:
+    """``(image path relative to data_root, label)`` of a KITTI/Dist split.
+
+    The single source of the KITTI/Dist labels and split, used by
+    :class:`KITTIDist` and ``tools/dataset_converters/convert_kitti_dist.py``.
+
+    Args:
+        data_root: Folder holding ``training/label_2`` and
+            ``training/image_2``.
+        split: ``'train'`` or ``'test'``.
+        train_fraction: Fraction of the labelled images used for training.
+        seed: Seed of :func:`kitti_train_test_split`.
+        progress: Optional wrapper of the id iterable (e.g. ``tqdm``).
+
+    Returns:
+        One ``(training/image_2/<id>.png, label)`` pair per image, by id.
+    """
+    if split not in KITTI_SPLITS:
+        raise ValueError(
+            f'split must be one of {KITTI_SPLITS}, got {split!r}.')
+    label_dir = osp.join(data_root, LABEL_DIR)
+    if not osp.isdir(label_dir):
+        raise FileNotFoundError(
+            f'KITTI label folder not found: {label_dir}. Set data_root to '
+            'the folder holding training/label_2/*.txt and '
+            'training/image_2/*.png.')
+    ids = [osp.splitext(osp.basename(p))[0]
+           for p in glob.glob(osp.join(label_dir, '*.txt'))]
+    if not ids:
+        raise FileNotFoundError(f'No *.txt label files in {label_dir}.')
+    ids = kitti_train_test_split(ids, train_fraction, seed)[split]
+    samples = []
+    for image_id in (progress(ids) if progress else ids):
+        path = osp.join(label_dir, f'{image_id}.txt')
+        with open(path) as f:
+            label = kitti_dist_label(f, source=path)
+        samples.append((osp.join(IMAGE_DIR, f'{image_id}.png'), label))
+    return samples
+
+
+@DATASETS.register_module()
+class KITTIDist(BaseDataset):
+    """KITTI/Dist: 4-way classification of the closest vehicle's distance.
+
+    Args:
+        data_root: Folder holding ``training/label_2`` and
+            ``training/image_2`` (the extracted KITTI object archives).
+        split: ``'train'`` or ``'test'`` (a seeded 80/20 split of KITTI's
+            labelled ``training`` images).
+        train_fraction: Fraction of images in the train split.
+        seed: Seed of the split; train and test must use the same one.
+        **kwargs: Passed to :class:`mmpretrain.datasets.BaseDataset`
+            (``pipeline``, ``test_mode``, ...).
+    """
+
+    METAINFO = {'classes': KITTI_DIST_CLASSES}
+
+    def __init__(self,
+                 data_root: str,
+                 split: str = 'train',
+                 train_fraction: float = 0.8,
+                 seed: int = 0,
+                 **kwargs) -> None:
+        if split not in KITTI_SPLITS:
+            raise ValueError(
+                f'split must be one of {KITTI_SPLITS}, got {split!r}.')
+        if not 0.0 < train_fraction < 1.0:
+            raise ValueError(
+                f'train_fraction must be in (0, 1), got {train_fraction}.')
+        self.split = split
+        self.train_fraction = train_fraction
+        self.seed = seed
+        kwargs.setdefault('test_mode', split == 'test')
+        super().__init__(ann_file='', data_root=data_root, **kwargs)
+
+    def load_data_list(self) -> List[dict]:
+        """Image paths and labels from ``label_2`` (no image is read)."""
+        return [
+            dict(img_path=osp.join(self.data_root, rel), gt_label=label)
+            for rel, label in kitti_dist_samples(
+                self.data_root, self.split, self.train_fraction, self.seed)
+        ]

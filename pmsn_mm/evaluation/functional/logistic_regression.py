@@ -1,0 +1,172 @@
+"""Low-shot logistic-regression evaluation of frozen features.
+
+The inverse regularisation strength ``C`` is chosen on a validation split
+carved (seeded, class-stratified) from the *training* features, then the
+classifier is refit on all training features and scored once on the test
+set. VISSL's low-shot benchmarks pick the cost on the test set; here the
+selection step (:func:`select_regularization`) only ever receives training
+arrays, so test labels cannot influence it.
+"""
+from dataclasses import dataclass
+from typing import Any, Dict, Sequence, Tuple
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+
+#: Default grid of inverse regularisation strengths C (= 1 / lambda).
+DEFAULT_CS: Tuple[float, ...] = (0.01, 0.1, 1.0, 10.0, 100.0)
+
+
+@dataclass(frozen=True)
+class LogisticEvalResult:
+    """Outcome of :func:`select_and_evaluate`.
+
+    Args:
+        best_c: The chosen C.
+        val_accuracy: Validation accuracy (%) of every C of the grid.
+        test_accuracy: Test accuracy (%) of the refit classifier.
+    """
+
+    best_c: float
+    val_accuracy: Dict[float, float]
+    test_accuracy: float
+
+
+def _features(feats: Any, normalize: bool) -> np.ndarray:
+    arr = np.asarray(feats, dtype=np.float64)
+    if arr.ndim != 2:
+        raise ValueError(f'features must have shape (N, D), got {arr.shape}.')
+    if normalize:
+        arr = arr / np.maximum(np.linalg.norm(arr, axis=1, keepdims=True),
+                               1e-12)
+    return arr
+
+
+def _labels(labels: Any, n: int, name: str) -> np.ndarray:
+    arr = np.asarray(labels).astype(np.int64).reshape(-1)
+    if len(arr) != n:
+        raise ValueError(f'{name} has {len(arr)} labels for {n} features.')
+    return arr
+
+
+def stratified_holdout(labels: np.ndarray, val_fraction: float,
+                       seed: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Seeded, class-stratified split of indices into fit and val parts.
+
+    Class ``c`` with ``n_c`` images puts ``min(round(val_fraction * n_c),
+    n_c - 1)`` of them in the val part, so every class keeps at least one
+    image to fit on.
+
+    Args:
+        labels: Int array of shape (N,).
+        val_fraction: Fraction of every class held out, in (0, 1).
+        seed: Seed of the per-class permutations.
+
+    Returns:
+        ``(fit_indices, val_indices)``, both sorted.
+    """
+    if not 0.0 < val_fraction < 1.0:
+        raise ValueError(
+            f'val_fraction must be in (0, 1), got {val_fraction}.')
+    rng = np.random.default_rng(seed)
+    fit, val = [], []
+    for cls in np.unique(labels):
+        members = rng.permutation(np.flatnonzero(labels == cls))
+        n_val = min(int(round(val_fraction * len(members))), len(members) - 1)
+        val.append(members[:n_val])
+        fit.append(members[n_val:])
+    fit_idx = np.sort(np.concatenate(fit)) if fit else np.zeros(0, int)
+    val_idx = np.sort(np.concatenate(val)) if val else np.zeros(0, int)
+    if len(val_idx) == 0:
+        raise ValueError(
+            f'val_fraction={val_fraction} holds out no training image (every '
+            'class is too small); raise val_fraction or use more images.')
+    return fit_idx, val_idx
+
+
+def _fit(feats: np.ndarray, labels: np.ndarray, c: float, max_iter: int,
+         seed: int) -> LogisticRegression:
+    clf = LogisticRegression(C=c, max_iter=max_iter, random_state=seed)
+    return clf.fit(feats, labels)
+
+
+def _accuracy(clf: LogisticRegression, feats: np.ndarray,
+              labels: np.ndarray) -> float:
+    return float((clf.predict(feats) == labels).mean() * 100)
+
+
+def select_regularization(train_feats: np.ndarray,
+                          train_labels: np.ndarray,
+                          cs: Sequence[float] = DEFAULT_CS,
+                          val_fraction: float = 0.2,
+                          seed: int = 0,
+                          max_iter: int = 1000
+                          ) -> Tuple[float, Dict[float, float]]:
+    """Choose C on a validation split of the training set only.
+
+    Args:
+        train_feats: Float array of shape (N, D) (already normalised).
+        train_labels: Int array of shape (N,).
+        cs: Grid of C values (> 0).
+        val_fraction: Fraction of every class held out for validation.
+        seed: Seed of the split and the solver.
+        max_iter: Solver iterations.
+
+    Returns:
+        ``(best C, {C: val accuracy in %})``; ties go to the smallest C
+        (the strongest regularisation).
+    """
+    fit_idx, val_idx = stratified_holdout(train_labels, val_fraction, seed)
+    val_accuracy = {}
+    for c in sorted(cs):
+        clf = _fit(train_feats[fit_idx], train_labels[fit_idx], c, max_iter,
+                   seed)
+        val_accuracy[c] = _accuracy(clf, train_feats[val_idx],
+                                    train_labels[val_idx])
+    best = max(val_accuracy.values())
+    best_c = min(c for c, acc in val_accuracy.items() if acc == best)
+    return best_c, val_accuracy
+
+
+def select_and_evaluate(train_feats: Any,
+                        train_labels: Any,
+                        test_feats: Any,
+                        test_labels: Any,
+                        cs: Sequence[float] = DEFAULT_CS,
+                        val_fraction: float = 0.2,
+                        seed: int = 0,
+                        max_iter: int = 1000,
+                        normalize: bool = True) -> LogisticEvalResult:
+    """Pick C on a train-carved val split, refit on all train, test once.
+
+    Args:
+        train_feats: Array/tensor of shape (N, D).
+        train_labels: Array/tensor of shape (N,).
+        test_feats: Array/tensor of shape (M, D).
+        test_labels: Array/tensor of shape (M,); read only after C is chosen.
+        cs: Grid of C values (> 0).
+        val_fraction: Fraction of every training class held out to choose C.
+        seed: Seed of the split and the solver.
+        max_iter: Solver iterations.
+        normalize: L2-normalise every feature first.
+
+    Returns:
+        A :class:`LogisticEvalResult` (accuracies in %).
+    """
+    cs = tuple(float(c) for c in cs)
+    if not cs or any(c <= 0 for c in cs):
+        raise ValueError(f'cs must be a non-empty sequence of values > 0, '
+                         f'got {cs}.')
+    train_x = _features(train_feats, normalize)
+    train_y = _labels(train_labels, len(train_x), 'train_labels')
+    test_x = _features(test_feats, normalize)
+    if test_x.shape[1] != train_x.shape[1]:
+        raise ValueError(f'test features have dimension {test_x.shape[1]}, '
+                         f'train features {train_x.shape[1]}.')
+    best_c, val_accuracy = select_regularization(train_x, train_y, cs,
+                                                 val_fraction, seed, max_iter)
+    # Test labels are touched only from here on.
+    test_y = _labels(test_labels, len(test_x), 'test_labels')
+    clf = _fit(train_x, train_y, best_c, max_iter, seed)
+    return LogisticEvalResult(best_c, val_accuracy,
+                              _accuracy(clf, test_x, test_y))

@@ -1,0 +1,120 @@
+"""Top-k accuracy of every linear probe of a :class:`MultiLinearProbeHead`."""
+from typing import Dict, List, Optional, Sequence
+
+import torch
+from mmengine.evaluator import BaseMetric
+from mmpretrain.registry import METRICS
+from torch import Tensor
+
+#: Data-sample field prefix under which each probe's scores are stored.
+SCORE_PREFIX = 'pred_score_'
+
+
+def topk_accuracy(scores: Tensor, target: Tensor, k: int) -> float:
+    """Percentage of samples whose label is among the k highest scores.
+
+    Args:
+        scores: Tensor of shape (N, C).
+        target: Tensor of shape (N,) with labels in [0, C).
+        k: 1 <= k <= C.
+
+    Returns:
+        Accuracy in percent.
+    """
+    topk = scores.topk(k, dim=1).indices
+    return float((topk == target[:, None]).any(dim=1).float().mean() * 100)
+
+
+@METRICS.register_module()
+class MultiHeadAccuracy(BaseMetric):
+    """Top-k accuracy per linear probe, as VISSL's accuracy list meter.
+
+    Reads ``pred_score_<name>`` (written by :class:`MultiLinearProbeHead`) and
+    ``gt_label`` of every data sample, and reports ``<name>/top<k>`` in
+    percent for each probe and each k in ``topk`` that is <= the number of
+    classes (so top-5 is skipped for the 4 KITTI/Dist classes), plus
+    ``best/top1``, the best probe's top-1 (the paper reports the best linear
+    classifier, App. E.2).
+
+    Args:
+        probes: Probe names to report, or None for every
+            ``pred_score_<name>`` field found (sorted by name).
+        topk: Distinct ks >= 1. Defaults to (1, 5).
+        collect_device: ``'cpu'`` or ``'gpu'`` (mmengine).
+        prefix: Optional prefix of the metric names (``<prefix>/<name>/...``).
+    """
+
+    #: Names are already namespaced by the probe name; '' means no prefix
+    #: (and, unlike None, no mmengine warning).
+    default_prefix: Optional[str] = ''
+
+    def __init__(self,
+                 probes: Optional[Sequence[str]] = None,
+                 topk: Sequence[int] = (1, 5),
+                 collect_device: str = 'cpu',
+                 prefix: Optional[str] = None) -> None:
+        super().__init__(collect_device=collect_device, prefix=prefix)
+        topk = (topk, ) if isinstance(topk, int) else tuple(topk)
+        if not topk or len(set(topk)) != len(topk) or any(
+                isinstance(k, bool) or not isinstance(k, int) or k < 1
+                for k in topk):
+            raise ValueError('topk must be distinct ints >= 1, but is '
+                             f'{topk!r}.')
+        if probes is not None:
+            probes = (probes, ) if isinstance(probes, str) else tuple(probes)
+            if not probes or len(set(probes)) != len(probes):
+                raise ValueError('probes must be None or distinct names, but '
+                                 f'is {probes!r}.')
+        self.probes = probes
+        self.topk = topk
+
+    def _probe_names(self, data_sample: dict) -> Sequence[str]:
+        if self.probes is not None:
+            return self.probes
+        names = sorted(k[len(SCORE_PREFIX):] for k in data_sample
+                       if k.startswith(SCORE_PREFIX))
+        if not names:
+            raise ValueError(
+                f'MultiHeadAccuracy found no {SCORE_PREFIX}<name> field in the '
+                'predictions; use it with MultiLinearProbeHead.')
+        return names
+
+    def process(self, data_batch, data_samples: Sequence[dict]) -> None:
+        """Keep the label and every probe's scores of each sample.
+
+        Args:
+            data_batch: Unused.
+            data_samples: Model outputs as dicts.
+        """
+        for data_sample in data_samples:
+            result = {'gt_label': data_sample['gt_label'].cpu()}
+            for name in self._probe_names(data_sample):
+                key = SCORE_PREFIX + name
+                if key not in data_sample:
+                    raise ValueError(
+                        f'Prediction has no {key!r}; probes={self.probes} '
+                        'must match the head probes.')
+                result[name] = data_sample[key].cpu()
+            self.results.append(result)
+
+    def compute_metrics(self, results: List[dict]) -> Dict[str, float]:
+        """Accuracies per probe and the best top-1.
+
+        Args:
+            results: Outputs of :meth:`process`.
+
+        Returns:
+            ``<name>/top<k>`` per probe and k, and ``best/top1``.
+        """
+        target = torch.cat([r['gt_label'] for r in results])
+        names = [k for k in results[0] if k != 'gt_label']
+        metrics = {}
+        for name in names:
+            scores = torch.stack([r[name] for r in results])
+            for k in self.topk:
+                if k <= scores.shape[1]:
+                    metrics[f'{name}/top{k}'] = topk_accuracy(
+                        scores, target, k)
+        if 1 in self.topk:
+            metrics['best/top1'] = max(metrics[f'{n}/top1'] for n in names)
+        return metrics
