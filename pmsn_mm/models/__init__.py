@@ -1,2 +1,3 @@
-"""Models: algorithms, necks, heads, losses and cluster priors."""
-from . import heads, losses, necks, priors, selfsup, utils  # noqa: F401
+"""Models: algorithms, backbones, necks, heads, losses and cluster priors."""
+from . import (backbones, heads, losses, necks, priors,  # noqa: F401
+               selfsup, utils)

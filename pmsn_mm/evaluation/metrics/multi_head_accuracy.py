@@ -75,8 +75,8 @@ class MultiHeadAccuracy(BaseMetric):
                        if k.startswith(SCORE_PREFIX))
         if not names:
             raise ValueError(
-                f'MultiHeadAccuracy found no {SCORE_PREFIX}<name> field in the '
-                'predictions; use it with MultiLinearProbeHead.')
+                f'MultiHeadAccuracy found no {SCORE_PREFIX}<name> field in '
+                'the predictions; use it with MultiLinearProbeHead.')
         return names
 
     def process(self, data_batch, data_samples: Sequence[dict]) -> None:

@@ -1,4 +1,5 @@
-"""Heads: the PMSN prototype head."""
+"""Heads: the PMSN prototype head and the multi linear-probe head."""
+from .multi_linear_probe_head import MultiLinearProbeHead
 from .pmsn_head import PMSNHead
 
-__all__ = ['PMSNHead']
+__all__ = ['MultiLinearProbeHead', 'PMSNHead']

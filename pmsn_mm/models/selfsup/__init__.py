@@ -1,4 +1,6 @@
 """Self-supervised algorithms."""
+from .data2vec import Data2VecVision
 from .pmsn import PMSN
+from .vicreg import VICReg
 
-__all__ = ['PMSN']
+__all__ = ['Data2VecVision', 'PMSN', 'VICReg']

@@ -1,0 +1,27 @@
+# Linear-probe model (paper App. E.2, SEER protocol): frozen ResNet-50, 2x2
+# adaptive average pooling of the last feature map, flattened (8192-d, SEER). A
+# plain linear probe and a BatchNorm + linear probe, trained together. The
+# frozen encoder comes from a PMSN/MSN (or any mmpretrain) checkpoint:
+#   --cfg-options model.backbone.init_cfg.checkpoint=CKPT
+# prefix 'backbone.' loads the online encoder; for the EMA target encoder
+# use prefix 'target_net.module.0.' (or tools/model_converters/
+# pmsn_to_backbone.py --target).
+model = dict(
+    type='ImageClassifier',
+    backbone=dict(
+        type='ResNet',
+        depth=50,
+        out_indices=(3, ),  # the (B, 2048, 7, 7) map of the last stage
+        frozen_stages=4,  # stem + all 4 stages
+        norm_eval=True,  # BatchNorm statistics frozen too
+        style='pytorch',
+        init_cfg=dict(type='Pretrained', checkpoint='', prefix='backbone.')),
+    neck=dict(type='AdaptivePoolNeck', output_size=2),
+    head=dict(
+        type='MultiLinearProbeHead',
+        num_classes=1000,  # set per dataset
+        in_channels=8192,
+        probes=('linear', 'bn_linear'),
+        # BN per channel of the 2x2-pooled map, like VISSL's BatchNorm2d(2048)
+        bn_channels=2048,
+        loss=dict(type='CrossEntropyLoss', loss_weight=1.0)))

@@ -1,0 +1,18 @@
+# VISSL linear-evaluation optimiser: SGD, Nesterov momentum 0.9, weight decay
+# 5e-4, lr 0.01 per 256 images (auto-scaled), schedule per epoch. Source: VISSL
+# configs/config/benchmark/linear_image_classification/
+#   inaturalist18: 84 epochs, lr /10 at 24, 48, 72
+optim_wrapper = dict(
+    type='OptimWrapper',
+    optimizer=dict(
+        type='SGD', lr=0.01, momentum=0.9, nesterov=True, weight_decay=5e-4))
+param_scheduler = [
+    dict(type='MultiStepLR', by_epoch=True, milestones=[24, 48, 72], gamma=0.1)
+]
+
+train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=84, val_interval=1)
+val_cfg = dict()
+test_cfg = dict()
+# lr 0.01 is for 256 images per step; `tools/train.py --auto-scale-lr` scales
+# it linearly to the actual total batch size.
+auto_scale_lr = dict(base_batch_size=256)

@@ -1,0 +1,13 @@
+# Linear probe of paper App. E.2 (VISSL defaults): ResNet-50 pooled 2048-d
+# features on iNaturalist 2018; plain linear + BN-linear probes trained in one
+# run.
+_base_ = [
+    './_base_/models/resnet50-pool2048_linear-probe.py',
+    './_base_/datasets/inat18_linear-probe.py',
+    './_base_/schedules/sgd-nesterov_steplr-84e.py',
+    '../../_base_/default_runtime.py',
+]
+model = dict(head=dict(num_classes=8142))
+default_hooks = dict(
+    logger=dict(type='LoggerHook', interval=100),
+    checkpoint=dict(type='CheckpointHook', interval=1, max_keep_ckpts=1))

@@ -1,0 +1,203 @@
+"""Necks that turn a frozen backbone's outputs into linear-probe features.
+
+The representations of the paper's evaluation protocol (App. E.2), as VISSL
+computes them:
+
+- ViT: the CLS token of the last block (``lastCLS``: a plain mmpretrain
+  ``VisionTransformer`` output, no neck needed) and the concatenation of the
+  CLS tokens of the last 4 blocks (``concatCLS4``, DINO):
+  :class:`ConcatCLSNeck`;
+- ResNet-50 (SEER protocol): the globally pooled last feature map (2048-d)
+  and its 2×2 adaptive average pooling, flattened (8192-d):
+  :class:`AdaptivePoolNeck`.
+"""
+from typing import Optional, Sequence, Tuple, Union
+
+import torch
+import torch.nn.functional as F
+from mmengine.model import BaseModule
+from mmpretrain.registry import MODELS
+from torch import Tensor, nn
+
+
+def concat_cls_tokens(tokens: Sequence[Tensor],
+                      weight: Optional[Tensor] = None,
+                      bias: Optional[Tensor] = None,
+                      eps: float = 1e-6) -> Tensor:
+    """Concatenate CLS tokens, layer-normalised first if ``weight`` is set.
+
+    Args:
+        tokens: n Tensors of shape (B, D).
+        weight: LayerNorm scale of shape (D,), shared by every token, or None
+            for no normalisation.
+        bias: LayerNorm shift of shape (D,) (only with ``weight``).
+        eps: LayerNorm epsilon.
+
+    Returns:
+        Tensor of shape (B, n * D), the tokens in the given order.
+    """
+    if weight is not None:
+        tokens = [
+            F.layer_norm(t, t.shape[-1:], weight, bias, eps) for t in tokens
+        ]
+    return torch.cat(list(tokens), dim=1)
+
+
+def adaptive_pool_flatten(x: Tensor, output_size: Tuple[int, int]) -> Tensor:
+    """Adaptive average pooling followed by a channel-major flatten.
+
+    Args:
+        x: Feature map of shape (B, C, H, W).
+        output_size: Pooled size (h, w).
+
+    Returns:
+        Tensor of shape (B, C * h * w); entry ``c * h * w + i * w + j`` is the
+        mean of channel c over pooling cell (i, j), as ``torch.flatten``.
+    """
+    return torch.flatten(F.adaptive_avg_pool2d(x, output_size), 1)
+
+
+def _last(inputs: Union[Tensor, Sequence[Tensor]]) -> Tensor:
+    return inputs[-1] if isinstance(inputs, (tuple, list)) else inputs
+
+
+@MODELS.register_module()
+class ConcatCLSNeck(BaseModule):
+    """Concatenate the CLS tokens of the last n ViT blocks (VISSL concatCLSn).
+
+    Use it after an mmpretrain ``VisionTransformer`` with
+    ``out_type='cls_token'`` and ``out_indices=[-n, ..., -1]``.
+
+    VISSL (and DINO's ``get_intermediate_layers``) apply the encoder's final
+    LayerNorm to *every* one of the n tokens, whereas mmpretrain's ViT applies
+    its final norm (``ln1``) only after the last block. To reproduce VISSL, set
+    ``final_norm=True`` here, ``final_norm=False`` in the backbone, and load
+    the encoder's final norm into this neck: its parameters are named
+    ``weight`` and ``bias`` so that
+    ``init_cfg=dict(type='Pretrained', checkpoint=CKPT,
+    prefix='backbone.ln1.')`` loads exactly them (no other key). They are
+    frozen (part of the encoder). With ``final_norm=False`` the neck is a
+    plain concatenation.
+
+    Input: the backbone output tuple, n or more Tensors of shape (B, D); the
+    last n are used.
+
+    Output: a tuple with one Tensor of shape (B, n * D), tokens ordered from
+    block L-n+1 to block L.
+
+    Args:
+        num_layers: n, the number of last blocks (VISSL/DINO: 4), >= 1.
+        in_channels: Token dim D; required with ``final_norm=True``.
+        final_norm: Layer-normalise every token with the frozen ``weight`` /
+            ``bias`` before concatenating.
+        norm_eps: LayerNorm epsilon (mmpretrain/timm/VISSL ViTs: 1e-6).
+        init_cfg: mmengine init config, e.g. the ``Pretrained`` one above.
+    """
+
+    def __init__(self,
+                 num_layers: int = 4,
+                 in_channels: Optional[int] = None,
+                 final_norm: bool = False,
+                 norm_eps: float = 1e-6,
+                 init_cfg: Optional[Union[dict, list]] = None) -> None:
+        super().__init__(init_cfg=init_cfg)
+        if isinstance(num_layers, bool) or not isinstance(num_layers, int) \
+                or num_layers < 1:
+            raise ValueError(
+                f'num_layers must be an int >= 1 but is {num_layers!r}.')
+        if final_norm and (isinstance(in_channels, bool)
+                           or not isinstance(in_channels, int)
+                           or in_channels < 1):
+            raise ValueError(
+                'in_channels must be an int >= 1 (the token dim) when '
+                f'final_norm=True, but is {in_channels!r}.')
+        if not norm_eps > 0:
+            raise ValueError(f'norm_eps must be > 0 but is {norm_eps!r}.')
+        self.num_layers = num_layers
+        self.in_channels = in_channels
+        self.final_norm = bool(final_norm)
+        self.norm_eps = float(norm_eps)
+        if self.final_norm:
+            self.weight = nn.Parameter(
+                torch.ones(in_channels), requires_grad=False)
+            self.bias = nn.Parameter(
+                torch.zeros(in_channels), requires_grad=False)
+        else:
+            self.weight = self.bias = None
+
+    def forward(self, inputs: Sequence[Tensor]) -> Tuple[Tensor]:
+        """Concatenate the last ``num_layers`` CLS tokens.
+
+        Args:
+            inputs: Tuple of Tensors of shape (B, D).
+
+        Returns:
+            Tuple with one Tensor of shape (B, num_layers * D).
+        """
+        if not isinstance(inputs, (tuple, list)) or \
+                len(inputs) < self.num_layers:
+            got = len(inputs) if isinstance(inputs, (tuple, list)) else 1
+            raise ValueError(
+                f'ConcatCLSNeck(num_layers={self.num_layers}) needs at least '
+                f'{self.num_layers} backbone outputs but got {got}; set the '
+                f'backbone out_indices to the last {self.num_layers} blocks, '
+                f'e.g. {list(range(-self.num_layers, 0))}.')
+        tokens = list(inputs[-self.num_layers:])
+        for t in tokens:
+            if t.dim() != 2:
+                raise ValueError(
+                    'ConcatCLSNeck expects CLS tokens of shape (B, D) but got '
+                    f"shape {tuple(t.shape)}; use out_type='cls_token' in the "
+                    'backbone.')
+        return (concat_cls_tokens(tokens, self.weight, self.bias,
+                                  self.norm_eps), )
+
+
+@MODELS.register_module()
+class AdaptivePoolNeck(BaseModule):
+    """Adaptive average pooling of the last feature map, flattened (SEER).
+
+    ``output_size=1`` gives the ResNet-50 2048-d global-pool representation
+    (VISSL ``res5`` + ``AdaptiveAvgPool2d((1, 1))``); ``output_size=2`` gives
+    SEER's 8192-d one (``AdaptiveAvgPool2d((2, 2))`` on the (B, 2048, 7, 7)
+    map, flattened channel-major).
+
+    Input: a Tensor of shape (B, C, H, W) or a tuple of them (the last used).
+
+    Output: a tuple with one Tensor of shape (B, C * h * w).
+
+    Args:
+        output_size: Pooled size: an int s for (s, s), or a pair (h, w), >= 1.
+        init_cfg: mmengine init config (the neck has no parameters).
+    """
+
+    def __init__(self,
+                 output_size: Union[int, Sequence[int]] = 1,
+                 init_cfg: Optional[Union[dict, list]] = None) -> None:
+        super().__init__(init_cfg=init_cfg)
+        size = (output_size, output_size) if isinstance(output_size,
+                                                        int) else output_size
+        if isinstance(output_size, bool) or not isinstance(
+                size, (tuple, list)) or len(size) != 2 or any(
+                    isinstance(s, bool) or not isinstance(s, int) or s < 1
+                    for s in size):
+            raise ValueError('output_size must be an int >= 1 or a pair of '
+                             f'them, but is {output_size!r}.')
+        self.output_size = (int(size[0]), int(size[1]))
+
+    def forward(self,
+                inputs: Union[Tensor, Sequence[Tensor]]) -> Tuple[Tensor]:
+        """Pool and flatten the last feature map.
+
+        Args:
+            inputs: Tensor of shape (B, C, H, W), or a tuple of them.
+
+        Returns:
+            Tuple with one Tensor of shape (B, C * h * w).
+        """
+        x = _last(inputs)
+        if x.dim() != 4:
+            raise ValueError(
+                'AdaptivePoolNeck expects a feature map of shape (B, C, H, W) '
+                f'but got shape {tuple(x.shape)}.')
+        return (adaptive_pool_flatten(x, self.output_size), )

@@ -1,0 +1,202 @@
+"""data2vec (vision): regress the teacher's averaged top blocks at masks."""
+import math
+from typing import Dict, List, Optional, Sequence, Union
+
+import torch
+import torch.nn.functional as F
+from mmengine.model import ExponentialMovingAverage
+from mmpretrain.models.selfsup import BaseSelfSupervisor
+from mmpretrain.registry import MODELS
+from mmpretrain.structures import DataSample
+from torch import Tensor
+
+from ..utils.data2vec_targets import TARGET_NORMS, average_layer_targets
+
+LOSS_TYPES = ('smooth_l1', 'l2')
+
+
+@MODELS.register_module()
+class Data2VecVision(BaseSelfSupervisor):
+    """data2vec for images (Baevski et al., ICML 2022), as in the official
+    data2vec vision code (facebookresearch/data2vec_vision,
+    ``beit/engine_for_cyclical.py``, ``beit/modeling_cyclical.py``).
+
+    One training step:
+
+    - the **teacher**, an EMA copy of the student backbone, encodes the
+      unmasked image without gradient, in eval mode (no drop path, as the
+      official timm ``ModelEmaV2`` copy); the outputs of the blocks in
+      ``target_layers`` (patch tokens) are normalised, averaged and
+      normalised again (:func:`average_layer_targets`);
+    - the **student** backbone encodes the image with masked patch
+      embeddings replaced by its mask token; its final (normed) tokens at
+      the masked positions go through the regression neck (a Linear, the
+      official ``lm_head``);
+    - loss: smooth-L1 (``beta``) or MSE between predictions and targets at
+      the masked positions only, averaged over positions and features.
+
+    The mask comes from the pipeline (``data_sample.mask``, shape
+    (h, w) over the patch grid): mmpretrain's ``BEiTMaskGenerator`` (block
+    masking, the official one) or ``SimMIMMaskGenerator`` with
+    ``mask_patch_size == model_patch_size`` (random patch masking). The EMA
+    momentum is set every iteration by ``TargetMomentumHook`` through
+    :meth:`set_target_momentum`. Paper §4 uses data2vec as an instance-based
+    method without a volume-maximisation prior.
+
+    Args:
+        backbone: Backbone config; needs ``forward_layers(x, mask)``, e.g.
+            :class:`~pmsn_mm.models.backbones.Data2VecViT`.
+        neck: Regression head config, e.g. ``dict(type='LinearNeck',
+            in_channels=768, out_channels=768, norm_cfg=None)``.
+        target_layers: Indices (0-based) of the teacher blocks to average;
+            distinct, in ``[0, num_layers)``. Defaults to ``(6, ..., 11)``,
+            the paper's (App. E.1) for ViT-B's 12 blocks.
+        target_layer_norm: Normalisation of each block output, one of
+            ``'layer'`` (official default), ``'instance'`` or None.
+        target_post_norm: Normalisation of the average, same choices
+            (official ViT-B command: ``'layer'``).
+        loss_type: ``'smooth_l1'`` (official) or ``'l2'``.
+        loss_beta: Smooth-L1 beta, > 0 (official ViT-B command: 2.0).
+        target_momentum: Initial EMA momentum m of the teacher,
+            ``teacher = m * teacher + (1 - m) * student``; in (0, 1)
+            (official ViT-B command: 0.9998).
+        pretrained: Deprecated mmpretrain argument, kept for compatibility.
+        data_preprocessor: Data pre-processor config.
+        init_cfg: Initialisation config.
+    """
+
+    def __init__(self,
+                 backbone: dict,
+                 neck: dict,
+                 target_layers: Sequence[int] = (6, 7, 8, 9, 10, 11),
+                 target_layer_norm: Optional[str] = 'layer',
+                 target_post_norm: Optional[str] = 'layer',
+                 loss_type: str = 'smooth_l1',
+                 loss_beta: float = 2.0,
+                 target_momentum: float = 0.9998,
+                 pretrained: Optional[str] = None,
+                 data_preprocessor: Optional[dict] = None,
+                 init_cfg: Optional[Union[List[dict], dict]] = None) -> None:
+        for name, value in (('target_layer_norm', target_layer_norm),
+                            ('target_post_norm', target_post_norm)):
+            if value not in TARGET_NORMS:
+                raise ValueError(f'{name} must be one of {TARGET_NORMS}, '
+                                 f'but is {value!r}.')
+        if loss_type not in LOSS_TYPES:
+            raise ValueError(f'loss_type must be one of {LOSS_TYPES}, but is '
+                             f'{loss_type!r}.')
+        if not (isinstance(loss_beta, (int, float)) and math.isfinite(
+                loss_beta) and loss_beta > 0):
+            raise ValueError(f'loss_beta must be in (0, inf) but is '
+                             f'{loss_beta!r}.')
+        if not 0 < target_momentum < 1:
+            raise ValueError(f'target_momentum must be in (0, 1) but is '
+                             f'{target_momentum}.')
+        super().__init__(
+            backbone=backbone,
+            neck=neck,
+            pretrained=pretrained,
+            data_preprocessor=data_preprocessor,
+            init_cfg=init_cfg)
+        if not callable(getattr(self.backbone, 'forward_layers', None)):
+            raise ValueError(
+                'Data2VecVision needs a backbone with forward_layers(x, mask) '
+                '(e.g. Data2VecViT), but the backbone is '
+                f'{type(self.backbone).__name__}.')
+        num_layers = len(self.backbone.layers)
+        layers = tuple(target_layers)
+        if not layers or len(set(layers)) != len(layers) or any(
+                isinstance(i, bool) or not isinstance(i, int)
+                or not 0 <= i < num_layers for i in layers):
+            raise ValueError(
+                'target_layers must be a non-empty list of distinct block '
+                f'indices in [0, {num_layers}) for this {num_layers}-block '
+                f'backbone, but is {target_layers!r}.')
+        self.target_layers = layers
+        self.target_layer_norm = target_layer_norm
+        self.target_post_norm = target_post_norm
+        self.loss_type = loss_type
+        self.loss_beta = float(loss_beta)
+        self.target_net = ExponentialMovingAverage(
+            self.backbone, momentum=1.0 - float(target_momentum))
+        self.target_net.eval()
+
+    def set_target_momentum(self, momentum: float) -> None:
+        """Set the EMA momentum m: teacher <- m * teacher + (1 - m) * student.
+
+        Args:
+            momentum: Value in [0, 1] (official ViT-B: constant 0.9998).
+        """
+        if not 0 <= momentum <= 1:
+            raise ValueError(
+                f'target momentum must be in [0, 1], got {momentum}.')
+        # mmengine's EMA weighs the *online* parameters by its momentum
+        self.target_net.momentum = 1.0 - float(momentum)
+
+    @property
+    def target_momentum(self) -> float:
+        """The current EMA momentum m."""
+        return 1.0 - self.target_net.momentum
+
+    def train(self, mode: bool = True) -> 'Data2VecVision':
+        """Set the student's mode; the teacher always stays in eval mode."""
+        super().train(mode)
+        self.target_net.eval()
+        return self
+
+    @torch.no_grad()
+    def compute_targets(self, img: Tensor) -> Tensor:
+        """Teacher targets for every patch of the unmasked images.
+
+        Args:
+            img: Tensor of shape (B, C, H, W).
+
+        Returns:
+            Float tensor of shape (B, N, D): the normalised average of the
+            teacher's ``target_layers`` outputs, class token dropped.
+        """
+        _, blocks = self.target_net.module.forward_layers(img, None)
+        extra = self.backbone.num_extra_tokens
+        return average_layer_targets(
+            [blocks[i][:, extra:] for i in self.target_layers],
+            self.target_layer_norm, self.target_post_norm)
+
+    def loss(self, inputs: Union[Tensor, List[Tensor]],
+             data_samples: List[DataSample]) -> Dict[str, Tensor]:
+        """data2vec loss of a batch of masked images.
+
+        Args:
+            inputs: Tensor of shape (B, C, H, W), or a list holding it.
+            data_samples: B samples, each with ``mask`` of shape (h, w) over
+                the patch grid (1 = masked).
+
+        Returns:
+            ``loss_regression`` and the statistics ``num_masked`` (mean
+            masked patches per image) and ``pred_std`` (mean over features
+            of the std of the predictions over masked tokens).
+        """
+        img = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
+        if not data_samples or 'mask' not in data_samples[0]:
+            raise ValueError(
+                'Data2VecVision needs data_samples with a `mask`; add '
+                'BEiTMaskGenerator (or SimMIMMaskGenerator) to the pipeline '
+                'before PackInputs.')
+        mask = torch.stack([ds.mask for ds in data_samples])
+        mask = mask.reshape(mask.shape[0], -1).bool()  # (B, N)
+
+        tokens, _ = self.backbone.forward_layers(img, mask)
+        tokens = tokens[:, self.backbone.num_extra_tokens:][mask]  # (M, D)
+        pred = self.neck(tokens)[0].float()
+
+        # EMA update with the parameters of the last optimiser step (the
+        # student's forward above does not change them)
+        self.target_net.update_parameters(self.backbone)
+        targets = self.compute_targets(img)[mask]  # (M, D)
+        if self.loss_type == 'smooth_l1':
+            loss = F.smooth_l1_loss(pred, targets, beta=self.loss_beta)
+        else:
+            loss = F.mse_loss(pred, targets)
+        return dict(
+            loss_regression=loss,
+            num_masked=mask.sum(dim=1).float().mean(),
+            pred_std=pred.detach().std(dim=0, unbiased=False).mean())

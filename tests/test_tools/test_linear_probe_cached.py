@@ -1,0 +1,172 @@
+"""tools/linear_probe_cached.py: same probes as online training, faster."""
+import glob
+import importlib.util
+import os.path as osp
+
+import pytest
+import torch
+from mmengine.config import Config
+from mmengine.registry import init_default_scope
+from mmengine.runner import Runner
+
+from mmpretrain.registry import MODELS
+from tests._configs import REPO
+from tests._linear_probe_toy import (BENCHMARKS, TINY_RESNET, TINY_VIT,
+                                     save_pmsn_vit_checkpoint,
+                                     write_toy_probe_config)
+
+ZERO_INIT = dict(type='Constant', layer='Linear', val=0.0, bias=0.0)
+#: a larger lr than the VISSL 0.01, so that a different batch order moves
+#: the probes far more than the 1e-4 agreement asserted below
+TOY_OPTIONS = ['optim_wrapper.optimizer.lr=0.5', 'log_level=WARNING']
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location(
+        'linear_probe_cached', osp.join(REPO, 'tools',
+                                        'linear_probe_cached.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope='module')
+def toy(tmp_path_factory):
+    """A concat-4-CLS probe config (BN probe included) on 64 toy images."""
+    root = tmp_path_factory.mktemp('cached')
+    ckpt = str(root / 'pmsn.pth')
+    save_pmsn_vit_checkpoint(ckpt)
+    config = write_toy_probe_config(
+        root, 'vit-concat4cls', ckpt, max_epochs=2, num_train=64,
+        num_val=32, batch_size=16, head_init=ZERO_INIT)
+    return config, ckpt
+
+
+def _head_state(state):
+    return {k: v for k, v in state.items() if k.startswith('head.')}
+
+
+def test_cached_mode_equals_online_mode(toy, tmp_path, capsys):
+    config, ckpt = toy
+    # online: tools/train.py's Runner, 2 epochs x 4 iterations
+    cfg = Config.fromfile(config)
+    cfg.optim_wrapper.optimizer.lr = 0.5  # as TOY_OPTIONS
+    cfg.log_level = 'WARNING'
+    cfg.work_dir = str(tmp_path / 'online')
+    runner = Runner.from_cfg(cfg)
+    runner.train()
+    online_metrics = runner.val()
+    online = {k: v.detach().clone() for k, v in _head_state(
+        runner.model.state_dict()).items()}
+    # cached: features once, the same loop on them
+    result = _tool().main([
+        config, ckpt, '--work-dir', str(tmp_path / 'cached'),
+        '--online-iters', '1', '--cfg-options', *TOY_OPTIONS
+    ])
+    cached = _head_state(
+        torch.load(result['checkpoint'], weights_only=True)['state_dict'])
+    assert set(cached) == set(online) and len(online) == 7
+    for key, value in online.items():
+        torch.testing.assert_close(cached[key], value, rtol=0, atol=1e-4)
+    # the probes did move (far beyond the tolerance), BN statistics too
+    assert online['head.probes.linear.weight'].abs().max() > 1e-2
+    assert online['head.probes.bn_linear.bn.num_batches_tracked'] == 8
+    assert set(result['metrics']) == set(online_metrics)
+    for key, value in online_metrics.items():
+        assert result['metrics'][key] == pytest.approx(value, abs=1e-4)
+    # the speed-up is measured and printed
+    assert result['timings']['online_s_per_iter'] > 0
+    assert result['speedup'] > 0
+    assert 'faster than online mode' in capsys.readouterr().out
+    # negative control: another seed (batch order) gives other probes
+    other = _tool().main([
+        config, ckpt, '--work-dir', str(tmp_path / 'seed1'),
+        '--online-iters', '0', '--cfg-options', *TOY_OPTIONS,
+        'randomness.seed=1'
+    ])
+    other_w = torch.load(other['checkpoint'], weights_only=True)[
+        'state_dict']['head.probes.linear.weight']
+    assert (other_w - online['head.probes.linear.weight']).abs().max() > 1e-3
+
+
+def test_the_saved_probe_evaluates_with_tools_test(toy, tmp_path):
+    """probe_cached.pth holds backbone + neck + probes for tools/test.py."""
+    config, ckpt = toy
+    result = _tool().main([
+        config, ckpt, '--work-dir', str(tmp_path), '--online-iters', '0',
+        '--cfg-options', *TOY_OPTIONS
+    ])
+    spec = importlib.util.spec_from_file_location(
+        'test_tool', osp.join(REPO, 'tools', 'test.py'))
+    test_tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(test_tool)
+    metrics = test_tool.main([config, result['checkpoint'], '--work-dir',
+                              str(tmp_path / 'test')])
+    for key, value in result['metrics'].items():
+        assert metrics[key] == pytest.approx(value, abs=1e-4)
+
+
+def test_random_train_pipeline_is_refused(toy, tmp_path):
+    config, ckpt = toy
+    flip = write_toy_probe_config(
+        tmp_path, 'vit-lastcls', ckpt,
+        train_pipeline=[dict(type='RandomFlip', prob=0.5),
+                        dict(type='PackInputs')])
+    with pytest.raises(ValueError, match=r"train pipeline .*\['RandomFlip'\]"):
+        _tool().main([flip, ckpt, '--work-dir', str(tmp_path)])
+
+
+@pytest.mark.parametrize('path', sorted(glob.glob(
+    osp.join(BENCHMARKS, 'vit-small-p16-lastcls*.py'))), ids=osp.basename)
+def test_vissl_configs_need_use_test_pipeline(path):
+    tool = _tool()
+    cfg = Config.fromfile(path)
+    with pytest.raises(ValueError, match='--use-test-pipeline'):
+        tool.prepare_config(cfg)
+    fast = tool.prepare_config(cfg, use_test_pipeline=True)
+    train = tool.dataset_pipeline(fast.train_dataloader.dataset)
+    assert train == tool.dataset_pipeline(cfg.val_dataloader.dataset)
+    # the original config is untouched
+    assert any(t['type'] == 'RandomFlip' for t in tool.dataset_pipeline(
+        cfg.train_dataloader.dataset))
+
+
+def _tiny(backbone):
+    init_default_scope('mmpretrain')
+    return MODELS.build(dict(
+        type='ImageClassifier', backbone=backbone,
+        neck=dict(type='AdaptivePoolNeck') if backbone['type'] == 'ResNet'
+        else None,
+        head=dict(type='MultiLinearProbeHead', num_classes=3,
+                  in_channels=32 if backbone['type'] != 'ResNet' else 64)))
+
+
+def test_only_frozen_eval_mode_encoders_are_cached():
+    check = _tool().check_frozen
+    check(_tiny(dict(type='VisionTransformer', **TINY_VIT, frozen_stages=4)))
+    check(_tiny(dict(type='ResNet', **TINY_RESNET, frozen_stages=4,
+                     norm_eval=True)))
+    with pytest.raises(ValueError, match='parameters are trainable'):
+        check(_tiny(dict(type='VisionTransformer', **TINY_VIT)))
+    # frozen weights, but BatchNorm would normalise with batch statistics
+    resnet = _tiny(dict(type='ResNet', **TINY_RESNET))
+    resnet.backbone.requires_grad_(False)
+    with pytest.raises(ValueError, match='BatchNorm'):
+        check(resnet)
+    with pytest.raises(ValueError, match='drop_path'):
+        check(_tiny(dict(type='VisionTransformer', **TINY_VIT,
+                         frozen_stages=4, drop_path_rate=0.1)))
+
+
+def test_set_pretrained_and_arguments(tmp_path):
+    tool = _tool()
+    cfg = dict(backbone=dict(init_cfg=dict(type='Pretrained', checkpoint='')),
+               neck=dict(init_cfg=[dict(type='Pretrained', checkpoint='')]),
+               head=dict(init_cfg=dict(type='Normal')))
+    assert tool.set_pretrained(cfg, 'x.pth') == 2
+    assert cfg['neck']['init_cfg'][0]['checkpoint'] == 'x.pth'
+    with pytest.raises(ValueError, match='--online-iters must be >= 0'):
+        tool.main(['cfg.py', 'ckpt', '--online-iters', '-1'])
+    with pytest.raises(SystemExit) as exc:
+        tool.main(['--help'])
+    assert exc.value.code == 0

@@ -1,0 +1,155 @@
+"""pmsn_to_backbone: mmpretrain and timm weights of a PMSN encoder."""
+import importlib.util
+import os.path as osp
+
+import pytest
+import torch
+from mmengine.registry import init_default_scope
+from mmengine.runner.checkpoint import _load_checkpoint_with_prefix
+
+from mmpretrain.registry import MODELS
+from tests._configs import REPO
+from tests._linear_probe_toy import (TINY_VIT, save_pmsn_vit_checkpoint,
+                                     save_resnet_checkpoint)
+
+
+def _converter():
+    spec = importlib.util.spec_from_file_location(
+        'pmsn_to_backbone',
+        osp.join(REPO, 'tools', 'model_converters', 'pmsn_to_backbone.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope='module')
+def pmsn_ckpt(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp('pmsn') / 'pmsn.pth')
+    return path, save_pmsn_vit_checkpoint(path)
+
+
+def _vit(**kwargs):
+    init_default_scope('mmpretrain')
+    vit = MODELS.build(dict(type='VisionTransformer', **TINY_VIT, **kwargs))
+    vit.eval()
+    return vit
+
+
+def _pmsn_backbones(state):
+    """The online backbone and EMA target backbone of the saved PMSN."""
+    online, target = _vit(), _vit()
+    online.load_state_dict({k[9:]: v for k, v in state.items()
+                            if k.startswith('backbone.')})
+    target.load_state_dict({k[20:]: v for k, v in state.items()
+                            if k.startswith('target_net.module.0.')})
+    return online, target
+
+
+@pytest.mark.parametrize('target', [False, True], ids=['online', 'target'])
+def test_mmpretrain_format_loads_strictly_and_matches(pmsn_ckpt, tmp_path,
+                                                      target):
+    src, state = pmsn_ckpt
+    dst = str(tmp_path / 'backbone.pth')
+    argv = [src, dst] + (['--target'] if target else [])
+    _converter().main(argv)
+    saved = torch.load(dst, weights_only=True)
+    assert all(k.startswith('backbone.') for k in saved['state_dict'])
+    assert saved['meta']['encoder'] == ('target' if target else 'online')
+    # what Pretrained(prefix='backbone.') reads, loaded strictly
+    vit = _vit()
+    vit.load_state_dict(_load_checkpoint_with_prefix('backbone.', dst),
+                        strict=True)
+    online, ema = _pmsn_backbones(state)
+    reference = ema if target else online
+    other = online if target else ema
+    x = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(vit(x)[0], reference(x)[0], rtol=0,
+                                   atol=0)
+        assert not torch.allclose(vit(x)[0], other(x)[0])
+    # the same file through mmengine's init_cfg, as the probe configs do
+    init = _vit(init_cfg=dict(
+        type='Pretrained', checkpoint=dst, prefix='backbone.'))
+    init.init_weights()
+    init.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(init(x)[0], reference(x)[0])
+
+
+def test_strip_prefix_gives_bare_backbone_keys(pmsn_ckpt, tmp_path):
+    src, state = pmsn_ckpt
+    dst = str(tmp_path / 'bare.pth')
+    _converter().main([src, dst, '--strip-prefix'])
+    bare = torch.load(dst, weights_only=True)['state_dict']
+    vit = _vit()
+    vit.load_state_dict(bare, strict=True)
+    torch.testing.assert_close(bare['ln1.weight'],
+                               state['backbone.ln1.weight'])
+
+
+def test_timm_format_gives_the_same_cls_features(pmsn_ckpt, tmp_path, capsys):
+    from timm.models.vision_transformer import VisionTransformer
+    src, state = pmsn_ckpt
+    dst = str(tmp_path / 'timm.pth')
+    converter = _converter()
+    converter.main([src, dst, '--timm'])
+    assert 'num_heads=<H>' in capsys.readouterr().out
+    timm_state = torch.load(dst, weights_only=True)
+    kwargs = converter.timm_kwargs(timm_state)
+    assert kwargs == dict(img_size=32, patch_size=8, embed_dim=32, depth=4,
+                          mlp_ratio=2.0, qkv_bias=True, final_norm=True,
+                          pre_norm=False, num_classes=0)
+    timm_vit = VisionTransformer(num_heads=2, **kwargs)  # LN eps 1e-6
+    timm_vit.load_state_dict(timm_state, strict=True)
+    timm_vit.eval()
+    online, _ = _pmsn_backbones(state)
+    x = torch.randn(3, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(
+            timm_vit(x), online(x)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_timm_format_with_layer_scale():
+    from timm.models.vision_transformer import VisionTransformer
+    converter = _converter()
+    vit = _vit(layer_scale_init_value=0.1)
+    with torch.no_grad():
+        for p in vit.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    renamed = converter.mmpretrain_vit_to_timm(vit.state_dict())
+    torch.testing.assert_close(renamed['blocks.3.ls1.gamma'],
+                               vit.layers[3].attn.gamma1.weight)
+    kwargs = converter.timm_kwargs(renamed)
+    timm_vit = VisionTransformer(num_heads=2, **kwargs)
+    timm_vit.load_state_dict(renamed, strict=True)
+    timm_vit.eval()
+    x = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(timm_vit(x), vit(x)[0], rtol=1e-5,
+                                   atol=1e-5)
+
+
+def test_errors(pmsn_ckpt, tmp_path):
+    converter = _converter()
+    src, _ = pmsn_ckpt
+    resnet = str(tmp_path / 'resnet.pth')
+    save_resnet_checkpoint(resnet)
+    with pytest.raises(ValueError, match="No key starts with "
+                       "'target_net.module.0.'"):
+        converter.main([resnet, str(tmp_path / 'x.pth'), '--target'])
+    with pytest.raises(ValueError, match='timm export supports mmpretrain '
+                       'VisionTransformer'):
+        converter.main([resnet, str(tmp_path / 'x.pth'), '--timm'])
+    with pytest.raises(ValueError, match='--strip-prefix applies to the '
+                       'mmpretrain format only'):
+        converter.main([src, str(tmp_path / 'x.pth'), '--timm',
+                        '--strip-prefix'])
+    # a ResNet backbone converts fine to the mmpretrain format
+    state = converter.main([resnet, str(tmp_path / 'r.pth')])
+    assert 'conv1.weight' in state
+
+
+def test_help_exits_cleanly():
+    with pytest.raises(SystemExit) as exc:
+        _converter().main(['--help'])
+    assert exc.value.code == 0
