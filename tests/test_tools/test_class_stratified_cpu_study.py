@@ -1,0 +1,69 @@
+"""The CPU class-stratified study tool: configs, summary table, reuse."""
+import importlib.util
+import json
+import os.path as osp
+
+import pytest
+
+from tests._configs import REPO
+
+TOOL = osp.join(REPO, 'tools', 'analysis_tools',
+                'class_stratified_cpu_study.py')
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location('cs_study', TOOL)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_finds_both_variants_of_the_five_methods():
+    configs = _tool().study_configs()
+    assert set(configs) == {'simclr', 'vicreg', 'msn', 'mae', 'data2vec'}
+    for variants in configs.values():
+        assert 'class-balanced-k10' in variants['balanced']
+        assert 'class-imbalanced-k2' in variants['imbalanced']
+
+
+def test_summary_is_balanced_minus_imbalanced():
+    tool = _tool()
+    rows = tool.summarize({
+        'vicreg': {
+            'balanced': dict(digit_label=40.0, background_label=90.0),
+            'imbalanced': dict(digit_label=30.0, background_label=95.5),
+        },
+        'mae': {'balanced': dict(digit_label=1.0, background_label=2.0)},
+    })
+    assert rows == [
+        dict(method='vicreg', digit_label_balanced=40.0,
+             digit_label_imbalanced=30.0, digit_label_delta=10.0,
+             background_label_balanced=90.0,
+             background_label_imbalanced=95.5,
+             background_label_delta=-5.5)
+    ]
+    table = tool.format_table(rows)
+    assert '| vicreg | 40.00 | 30.00 | +10.00 | 90.00 | 95.50 | -5.50 |' \
+        in table
+
+
+def test_main_reuses_finished_runs(tmp_path, monkeypatch, capsys):
+    tool = _tool()
+    for variant, acc in (('balanced', 50.0), ('imbalanced', 20.0)):
+        path = tool.study_configs()['msn'][variant]
+        run = tmp_path / osp.splitext(osp.basename(path))[0]
+        run.mkdir()
+        (run / 'knn.json').write_text(
+            json.dumps(dict(iter=300, digit_label=acc,
+                            background_label=acc + 1)))
+
+    def no_training(*args, **kwargs):
+        raise AssertionError('finished runs must not be retrained')
+
+    monkeypatch.setattr(tool.subprocess, 'run', no_training)
+    rows = tool.main(['--work-dir', str(tmp_path), '--methods', 'msn'])
+    assert rows[0]['digit_label_delta'] == 30.0
+    assert json.loads((tmp_path / 'summary.json').read_text()) == rows
+    assert '| msn | 50.00 | 20.00 | +30.00 |' in capsys.readouterr().out
+    with pytest.raises(ValueError, match='--methods must be among'):
+        tool.main(['--work-dir', str(tmp_path), '--methods', 'byol'])

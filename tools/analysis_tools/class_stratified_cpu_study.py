@@ -1,0 +1,135 @@
+"""Paper §4 / Table 1 on CPU: class-balanced minus class-imbalanced k-NN.
+
+Trains every config of ``configs/class_stratified/cpu_study`` (SimCLR,
+VICReg, MSN, MAE, data2vec; each with K = 10 and K = 2 background classes
+per batch) one after the other with ``tools/train.py``, then prints, per
+method, the k-NN top-1 on the digit and background labels of both runs and
+their difference (balanced - imbalanced; the paper's Table 1 convention).
+The table is also written to ``<work-dir>/summary.json``. A run whose
+``knn.json`` exists is not repeated unless ``--rerun``.
+
+Examples:
+    python tools/analysis_tools/class_stratified_cpu_study.py
+    python tools/analysis_tools/class_stratified_cpu_study.py \
+        --methods vicreg data2vec --work-dir work_dirs/study
+"""
+import argparse
+import glob
+import json
+import os
+import os.path as osp
+import re
+import subprocess
+import sys
+from typing import Dict, List, Optional
+
+REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+CONFIG_DIR = osp.join(REPO, 'configs', 'class_stratified', 'cpu_study')
+LABELS = ('digit_label', 'background_label')
+
+
+def study_configs(config_dir: str = CONFIG_DIR) -> Dict[str, Dict[str, str]]:
+    """``{method: {'balanced': path, 'imbalanced': path}}`` of a folder.
+
+    Args:
+        config_dir: Folder with ``{method}_..._class-{im,}balanced-k{K}_...``
+            configs.
+    """
+    found: Dict[str, Dict[str, str]] = {}
+    for path in sorted(glob.glob(osp.join(config_dir, '*.py'))):
+        match = re.search(r'class-(balanced|imbalanced)-k\d+', path)
+        if match:
+            method = osp.basename(path).split('_')[0]
+            found.setdefault(method, {})[match.group(1)] = path
+    return found
+
+
+def summarize(results: Dict[str, Dict[str, Dict[str, float]]]) -> List[Dict]:
+    """One row per method: accuracies of both variants and their difference.
+
+    Args:
+        results: ``{method: {'balanced': knn, 'imbalanced': knn}}`` with
+            ``knn`` the content of a run's ``knn.json``; missing runs are
+            skipped.
+
+    Returns:
+        Rows ``{'method', '<label>_balanced', '<label>_imbalanced',
+        '<label>_delta'}`` for every label of :data:`LABELS`.
+    """
+    rows = []
+    for method, runs in sorted(results.items()):
+        if not {'balanced', 'imbalanced'} <= set(runs):
+            continue
+        row = dict(method=method)
+        for label in LABELS:
+            bal, imb = runs['balanced'][label], runs['imbalanced'][label]
+            row[f'{label}_balanced'] = bal
+            row[f'{label}_imbalanced'] = imb
+            row[f'{label}_delta'] = bal - imb
+        rows.append(row)
+    return rows
+
+
+def format_table(rows: List[Dict]) -> str:
+    """A Markdown table of :func:`summarize` rows."""
+    head = ['method'] + [f'{label.split("_")[0]} {col}' for label in LABELS
+                         for col in ('K=10', 'K=2', 'delta')]
+    lines = ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
+    for row in rows:
+        cells = [row['method']]
+        for label in LABELS:
+            cells += [f'{row[f"{label}_balanced"]:.2f}',
+                      f'{row[f"{label}_imbalanced"]:.2f}',
+                      f'{row[f"{label}_delta"]:+.2f}']
+        lines.append('| ' + ' | '.join(cells) + ' |')
+    return '\n'.join(lines)
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description='CPU class-stratified study (paper §4, Table 1)')
+    parser.add_argument(
+        '--work-dir',
+        default='work_dirs/class_stratified_cpu_study',
+        help='one sub-folder per run, plus summary.json')
+    parser.add_argument(
+        '--methods', nargs='+', help='subset of methods (default: all)')
+    parser.add_argument(
+        '--rerun', action='store_true', help='train runs that have results')
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[List[str]] = None) -> List[Dict]:
+    """Run the study; returns the summary rows."""
+    args = parse_args(argv)
+    configs = study_configs()
+    if args.methods:
+        unknown = set(args.methods) - set(configs)
+        if unknown:
+            raise ValueError(f'--methods must be among {sorted(configs)}, '
+                             f'got {sorted(unknown)}.')
+        configs = {m: configs[m] for m in args.methods}
+    results: Dict[str, Dict[str, Dict[str, float]]] = {}
+    for method, variants in configs.items():
+        for variant, path in sorted(variants.items()):
+            work_dir = osp.join(args.work_dir,
+                                osp.splitext(osp.basename(path))[0])
+            knn_file = osp.join(work_dir, 'knn.json')
+            if args.rerun or not osp.isfile(knn_file):
+                subprocess.run([
+                    sys.executable,
+                    osp.join(REPO, 'tools', 'train.py'), path, '--work-dir',
+                    work_dir
+                ], check=True)
+            with open(knn_file) as f:
+                results.setdefault(method, {})[variant] = json.load(f)
+    rows = summarize(results)
+    os.makedirs(args.work_dir, exist_ok=True)
+    with open(osp.join(args.work_dir, 'summary.json'), 'w') as f:
+        json.dump(rows, f, indent=2)
+    print(format_table(rows))
+    return rows
+
+
+if __name__ == '__main__':
+    main()
