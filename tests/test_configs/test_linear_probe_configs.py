@@ -27,6 +27,7 @@ DATASET_SETTINGS = {
     'inat18': (8142, 84, [24, 48, 72], 'INat18'),
     'cifar100': (100, 28, [8, 16, 24], 'CIFAR100Sorted'),
     'cifar100-1pct': (100, 28, [8, 16, 24], 'CIFAR100Sorted'),
+    'in1k-1pct': (1000, 28, [8, 16, 24], 'ImageNet'),
     'places205': (205, 14, [4, 8, 12], 'Places205Sorted'),
     'clevr-count': (8, 50, 'cos', 'CLEVRCount'),
     'clevr-dist': (6, 100, 'cos', 'CLEVRDist'),
@@ -113,7 +114,11 @@ def test_config_follows_vissl_protocol(path):
         assert list(sched.milestones) == milestones
     # data: the downstream dataset, every transform builds
     train = cfg.train_dataloader.dataset
-    if parts['data'].endswith('-1pct'):  # 1% of every class, seeded
+    if parts['data'] == 'in1k-1pct':  # the official SimCLR 1% list
+        assert train.type == 'LowShotDataset'
+        assert train.list_file.endswith('1percent.txt')
+        train = train.dataset
+    elif parts['data'].endswith('-1pct'):  # 1% of every class, seeded
         assert train.type == 'LowShotDataset' and train.fraction == 0.01
         train = train.dataset
     assert train.split == 'train'
@@ -231,3 +236,23 @@ def test_toy_probe_trains_with_frozen_encoder(rep, checkpoints, tmp_path):
         ])
         assert {'linear/top1', 'linear/top5', 'bn_linear/top1',
                 'bn_linear/top5', 'best/top1'} <= set(metrics)
+
+
+def test_in1k_1pct_reads_the_official_list(tmp_path):
+    """The 1% configs keep exactly the images named in 1percent.txt."""
+    (tmp_path / 'meta').mkdir()
+    (tmp_path / 'meta' / 'train.txt').write_text(
+        'n01440764/n01440764_1.JPEG 0\nn01440764/n01440764_2.JPEG 0\n'
+        'n01443537/n01443537_7.JPEG 1\n')
+    (tmp_path / '1percent.txt').write_text(
+        'n01440764_2.JPEG\nn01443537_7.JPEG\n')
+    path = next(p for p in CONFIGS if _parts(p)['data'] == 'in1k-1pct')
+    cfg = Config.fromfile(path)
+    train = cfg.train_dataloader.dataset
+    train.list_file = str(tmp_path / '1percent.txt')
+    train.dataset.data_root = str(tmp_path)
+    init_default_scope('mmpretrain')
+    dataset = DATASETS.build(train)
+    names = sorted(osp.basename(dataset.get_data_info(i)['img_path'])
+                   for i in range(len(dataset)))
+    assert names == ['n01440764_2.JPEG', 'n01443537_7.JPEG']
