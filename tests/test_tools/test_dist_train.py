@@ -2,26 +2,21 @@
 import glob
 import os
 import os.path as osp
-import socket
 import subprocess
 
 import torch
 
 from tests._configs import REPO
+from tests._dist import free_port
 
 CONFIG = osp.join(REPO, 'configs', 'simclr',
                   'simclr_resnet18_2xb16-toy_power-law-overlay.py')
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
 
 def test_dist_train_two_cpu_processes(tmp_path):
     work_dir = str(tmp_path / 'dist')
-    env = dict(os.environ, PORT=str(_free_port()), OMP_NUM_THREADS='1')
+    env = dict(os.environ, PORT=str(free_port()), OMP_NUM_THREADS='1')
     out = subprocess.run([
         'bash',
         osp.join(REPO, 'tools', 'dist_train.sh'), CONFIG, '2', '--work-dir',

@@ -1,6 +1,5 @@
 """setup_cpu_distributed: gloo process group + CPU DDP wrapper without CUDA."""
 import os
-import socket
 from unittest import mock
 
 import pytest
@@ -8,6 +7,7 @@ import torch.distributed as dist
 from mmengine.config import Config
 
 from pmsn_mm.utils import setup_cpu_distributed
+from tests._dist import free_port
 
 
 def test_no_launcher_changes_nothing():
@@ -24,9 +24,7 @@ def test_unsupported_launcher_on_cpu():
 
 
 def test_pytorch_launcher_on_cpu_uses_gloo_and_cpu_ddp():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        port = s.getsockname()[1]
+    port = free_port()
     env = dict(RANK='0', WORLD_SIZE='1', LOCAL_RANK='0',
                MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port))
     cfg = Config(dict(env_cfg=dict(dist_cfg=dict(backend='nccl')),

@@ -1,5 +1,4 @@
 import os
-import socket
 import tempfile
 from unittest import mock
 
@@ -17,6 +16,7 @@ from torch.utils.data import DataLoader, Subset
 from pmsn_mm.datasets.samplers import (ClassStratifiedSampler,
                                        get_dataset_labels,
                                        stratified_epoch_indices)
+from tests._dist import free_port
 
 DIST_INFO = 'pmsn_mm.datasets.samplers.class_stratified_sampler.get_dist_info'
 
@@ -152,9 +152,7 @@ def _gloo_worker(rank, world, port, out_dir, labels, k, batch_size):
 
 
 def test_two_real_gloo_processes():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     labels = uneven_labels(2)
     world, batch_size, k = 2, 12, 4
     with tempfile.TemporaryDirectory() as out_dir:

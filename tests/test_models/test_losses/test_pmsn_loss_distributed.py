@@ -1,6 +1,5 @@
 """PMSNLoss with 2 real gloo processes equals 1 process on the whole batch."""
 import os
-import socket
 
 import torch
 import torch.distributed as dist
@@ -9,6 +8,7 @@ import torch.multiprocessing as mp
 from pmsn_mm.models.losses import PMSNLoss, prototype_log_probabilities
 from pmsn_mm.models.utils import (all_reduce_mean_with_grad,
                                   distributed_sinkhorn)
+from tests._dist import free_port
 
 WORLD_SIZE = 2
 LOCAL_BATCH = 4
@@ -83,16 +83,11 @@ def _worker(rank, port, out_dir):
         dist.destroy_process_group()
 
 
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
 
 def test_two_processes_match_one_process_on_global_batch(tmp_path):
     mp.spawn(
         _worker,
-        args=(_free_port(), str(tmp_path)),
+        args=(free_port(), str(tmp_path)),
         nprocs=WORLD_SIZE,
         join=True)
     ranks = [torch.load(tmp_path / f'rank{r}.pt') for r in range(WORLD_SIZE)]

@@ -1,6 +1,5 @@
 """VICRegLoss: official formula, exact values, 2 gloo ranks, validation."""
 import os
-import socket
 
 import pytest
 import torch
@@ -10,6 +9,7 @@ import torch.nn.functional as F
 
 from pmsn_mm.models.losses import VICRegLoss
 from pmsn_mm.models.losses.vicreg_loss import off_diagonal
+from tests._dist import free_port
 
 WORLD_SIZE = 2
 LOCAL_BATCH = 6
@@ -118,16 +118,11 @@ def _worker(rank, port, out_dir):
         dist.destroy_process_group()
 
 
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
 
 def test_two_processes_match_one_process_on_global_batch(tmp_path):
     mp.spawn(
         _worker,
-        args=(_free_port(), str(tmp_path)),
+        args=(free_port(), str(tmp_path)),
         nprocs=WORLD_SIZE,
         join=True)
     ranks = [torch.load(tmp_path / f'rank{r}.pt') for r in range(WORLD_SIZE)]
