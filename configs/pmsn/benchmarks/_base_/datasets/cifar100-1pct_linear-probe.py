@@ -2,56 +2,12 @@
 # App. E.2): the transforms of VISSL's cifar100 config (resize 224 + flip;
 # test: resize 224). data/cifar100 holds cifar-100-python/; the train set is a
 # seeded 1% of every class.
-dataset_type = 'CIFAR100Sorted'
-data_root = 'data/cifar100'
-num_classes = 100
-data_preprocessor = dict(
-    num_classes=num_classes,
-    # ImageNet statistics (VISSL normalises every dataset with them), RGB
-    mean=[123.675, 116.28, 103.53],
-    std=[58.395, 57.12, 57.375],
-    to_rgb=False)
-
-# images are in-memory RGB arrays (no LoadImageFromFile)
-train_pipeline = [
-    dict(type='ResizeEdge', scale=224, edge='short', backend='pillow'),
-    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
-    dict(type='PackInputs'),
-]
-test_pipeline = [
-    dict(type='ResizeEdge', scale=224, edge='short', backend='pillow'),
-    dict(type='PackInputs'),
-]
-
+_base_ = './cifar100_linear-probe.py'
 train_dataloader = dict(
-    batch_size=32,
-    num_workers=5,
-    persistent_workers=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
     dataset=dict(
-        # 1% of every class of the train split (5 images per class),
-        # seeded (pmsn_mm's LowShotDataset)
+        _delete_=True,
+        # 1% of every class of the train split (5 images per class), seeded
         type='LowShotDataset',
         fraction=0.01,
         seed=0,
-        dataset=dict(
-            type=dataset_type,
-            data_root=data_root,
-            split='train',
-            pipeline=train_pipeline)))
-val_dataloader = dict(
-    batch_size=32,
-    num_workers=5,
-    persistent_workers=True,
-    sampler=dict(type='DefaultSampler', shuffle=False),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type=dataset_type,
-        data_root=data_root,
-        split='test',
-        pipeline=test_pipeline))
-# one top-1 (and top-5 when there are >= 5 classes) per linear probe
-val_evaluator = dict(type='MultiHeadAccuracy', topk=(1, 5))
-test_dataloader = val_dataloader
-test_evaluator = val_evaluator
+        dataset={{_base_.train_dataloader.dataset}}))

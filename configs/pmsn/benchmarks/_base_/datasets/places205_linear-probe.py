@@ -3,52 +3,14 @@
 # 224). data/places205 holds the official trainvalsplit_places205/ and
 # data/vision/torralba/deeplearning/images256/; split='test' is the official
 # val list; labels in sorted class-name order.
+# Same transforms, loaders and metric as the ImageNet probe.
+_base_ = './in1k_linear-probe.py'
 dataset_type = 'Places205Sorted'
 data_root = 'data/places205'
 num_classes = 205
-data_preprocessor = dict(
-    num_classes=num_classes,
-    # ImageNet statistics (VISSL normalises every dataset with them), RGB
-    mean=[123.675, 116.28, 103.53],
-    std=[58.395, 57.12, 57.375],
-    to_rgb=True)
-
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='RandomResizedCrop', scale=224, backend='pillow'),
-    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
-    dict(type='PackInputs'),
-]
-test_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='ResizeEdge', scale=256, edge='short', backend='pillow'),
-    dict(type='CenterCrop', crop_size=224),
-    dict(type='PackInputs'),
-]
-
+data_preprocessor = dict(num_classes=num_classes)
 train_dataloader = dict(
-    batch_size=32,
-    num_workers=5,
-    persistent_workers=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type=dataset_type,
-        data_root=data_root,
-        split='train',
-        pipeline=train_pipeline))
+    dataset=dict(type=dataset_type, data_root=data_root, split='train'))
 val_dataloader = dict(
-    batch_size=32,
-    num_workers=5,
-    persistent_workers=True,
-    sampler=dict(type='DefaultSampler', shuffle=False),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type=dataset_type,
-        data_root=data_root,
-        split='test',
-        pipeline=test_pipeline))
-# one top-1 (and top-5 when there are >= 5 classes) per linear probe
-val_evaluator = dict(type='MultiHeadAccuracy', topk=(1, 5))
+    dataset=dict(type=dataset_type, data_root=data_root, split='test'))
 test_dataloader = val_dataloader
-test_evaluator = val_evaluator
