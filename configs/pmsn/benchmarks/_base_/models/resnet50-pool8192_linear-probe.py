@@ -6,22 +6,10 @@
 # prefix 'backbone.' loads the online encoder; for the EMA target encoder
 # use prefix 'target_net.module.0.' (or tools/model_converters/
 # pmsn_to_backbone.py --target).
+_base_ = './resnet50-pool2048_linear-probe.py'
 model = dict(
-    type='ImageClassifier',
-    backbone=dict(
-        type='ResNet',
-        depth=50,
-        out_indices=(3, ),  # the (B, 2048, 7, 7) map of the last stage
-        frozen_stages=4,  # stem + all 4 stages
-        norm_eval=True,  # BatchNorm statistics frozen too
-        style='pytorch',
-        init_cfg=dict(type='Pretrained', checkpoint='', prefix='backbone.')),
-    neck=dict(type='AdaptivePoolNeck', output_size=2),
+    neck=dict(output_size=2),
     head=dict(
-        type='MultiLinearProbeHead',
-        num_classes=1000,  # set per dataset
         in_channels=8192,
-        probes=('linear', 'bn_linear'),
         # BN per channel of the 2x2-pooled map, like VISSL's BatchNorm2d(2048)
-        bn_channels=2048,
-        loss=dict(type='CrossEntropyLoss', loss_weight=1.0)))
+        bn_channels=2048))

@@ -1,38 +1,8 @@
 # Linear-probe model (paper App. E.2, VISSL): frozen ViT-B/16, concatenation of
-# the CLS tokens of the last 4 blocks, each through the final LayerNorm (VISSL
-# concatCLS4, DINO): the backbone skips its final norm and ConcatCLSNeck
-# applies the encoder's final norm (loaded from 'backbone.ln1.') to each token
-# (so loading the backbone warns that ln1.* are unexpected keys: the neck loads
-# them). A plain linear probe and a BatchNorm + linear probe, trained together.
-# The frozen encoder comes from a PMSN/MSN (or any mmpretrain) checkpoint:
-#   --cfg-options model.backbone.init_cfg.checkpoint=CKPT \
-#       model.neck.init_cfg.checkpoint=CKPT
-# prefix 'backbone.' loads the online encoder; for the EMA target encoder
-# use prefix 'target_net.module.0.' (or tools/model_converters/
-# pmsn_to_backbone.py --target).
+# the last 4 layers' CLS tokens (4 x 768); everything else as the ViT-S/16
+# probe it inherits.
+_base_ = './vit-small-p16-concat4cls_linear-probe.py'
 model = dict(
-    type='ImageClassifier',
-    backbone=dict(
-        type='VisionTransformer',
-        arch='deit-base',
-        img_size=224,
-        patch_size=16,
-        out_type='cls_token',
-        out_indices=[-4, -3, -2, -1],
-        final_norm=False,
-        drop_path_rate=0.0,  # deterministic features (VISSL: trunk in eval)
-        frozen_stages=12,  # every block, patch embedding, tokens, final norm
-        init_cfg=dict(type='Pretrained', checkpoint='', prefix='backbone.')),
-    neck=dict(
-        type='ConcatCLSNeck',
-        num_layers=4,
-        in_channels=768,
-        final_norm=True,
-        init_cfg=dict(
-            type='Pretrained', checkpoint='', prefix='backbone.ln1.')),
-    head=dict(
-        type='MultiLinearProbeHead',
-        num_classes=1000,  # set per dataset
-        in_channels=3072,
-        probes=('linear', 'bn_linear'),
-        loss=dict(type='CrossEntropyLoss', loss_weight=1.0)))
+    backbone=dict(arch='deit-base'),
+    neck=dict(in_channels=768),
+    head=dict(in_channels=3072))
