@@ -5,7 +5,6 @@ from typing import Dict, Optional, Union
 import mmcv
 import numpy as np
 import torch
-import torch.nn.functional as F
 from mmengine.config import Config
 from mmengine.dataset import default_collate
 from mmengine.registry import init_default_scope
@@ -14,6 +13,7 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
+from pmsn_mm.evaluation.functional import batch_features
 from pmsn_mm.models.losses import prototype_log_probabilities
 
 STAGES = ('backbone', 'neck')
@@ -137,10 +137,6 @@ def load_image(dataset: Dataset, index: int) -> np.ndarray:
     return img
 
 
-def _last(x):
-    return x[-1] if isinstance(x, (list, tuple)) else x
-
-
 @torch.no_grad()
 def extract_features(model: nn.Module,
                      dataset: Dataset,
@@ -175,14 +171,7 @@ def extract_features(model: nn.Module,
         collate_fn=default_collate)
     feats = []
     for data in tqdm(loader, desc=f'{stage} features', disable=not progress):
-        inputs = model.data_preprocessor(data, False)['inputs']
-        inputs = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
-        out = _last(model.extract_feat(inputs))
-        if stage == 'neck':
-            out = _last(model.neck(out))
-        if out.dim() == 4:
-            out = F.adaptive_avg_pool2d(out, 1).flatten(1)
-        feats.append(out.float().cpu())
+        feats.append(batch_features(model, data, stage).float().cpu())
     return torch.cat(feats)
 
 

@@ -4,7 +4,6 @@ import os.path as osp
 from typing import Dict, Optional, Sequence
 
 import torch
-import torch.nn.functional as F
 from mmengine.dataset import DefaultSampler, default_collate
 from mmengine.dist import collect_results, get_rank, is_main_process
 from mmengine.hooks import Hook
@@ -12,7 +11,7 @@ from mmengine.model import is_model_wrapper
 from mmpretrain.registry import DATASETS, HOOKS
 from torch.utils.data import DataLoader
 
-from pmsn_mm.evaluation import knn_top1
+from pmsn_mm.evaluation.functional import batch_features, knn_top1
 
 
 @HOOKS.register_module()
@@ -87,14 +86,7 @@ class KNNEvalHook(Hook):
         model.eval()
         parts = []
         for data in loader:
-            data = model.data_preprocessor(data, False)
-            inputs = data['inputs']
-            # self-supervised pre-processors return a list of views
-            inputs = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
-            feats = model.extract_feat(inputs)
-            feats = feats[-1] if isinstance(feats, (list, tuple)) else feats
-            if feats.dim() == 4:
-                feats = F.adaptive_avg_pool2d(feats, 1).flatten(1)
+            feats = batch_features(model, data)
             for feat, sample in zip(feats.cpu(), data['data_samples']):
                 parts.append((feat, [self._label(sample, key)
                                      for key in self.label_keys]))
