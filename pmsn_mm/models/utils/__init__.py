@@ -1,4 +1,7 @@
-"""Model utilities: distributed helpers, Sinkhorn-Knopp, patch-drop."""
+"""Model utilities: distributed helpers, Sinkhorn-Knopp, patch-drop, batched
+view augmentation."""
+from .batch_augment import color_jitter, resized_crop_flip, sample_crop_boxes
+from .batch_augment_preprocessor import BatchAugmentPreprocessor
 from .dist import (all_reduce_mean_with_grad, all_reduce_sum,
                    concat_all_gather, get_world_size)
 from .patch_drop import (drop_patch_tokens, forward_with_patch_drop,
@@ -7,6 +10,8 @@ from .patch_drop import (drop_patch_tokens, forward_with_patch_drop,
 from .sinkhorn import distributed_sinkhorn
 
 __all__ = [
+    'BatchAugmentPreprocessor', 'color_jitter', 'resized_crop_flip',
+    'sample_crop_boxes',
     'all_reduce_mean_with_grad', 'all_reduce_sum', 'concat_all_gather',
     'get_world_size', 'distributed_sinkhorn', 'drop_patch_tokens',
     'forward_with_patch_drop', 'num_kept_tokens', 'random_keep_indices',

@@ -1,0 +1,209 @@
+"""Batched view augmentations against mmpretrain's per-sample transforms."""
+import mmcv
+import numpy as np
+import pytest
+import torch
+from mmpretrain.datasets.transforms import RandomResizedCrop
+from scipy import stats
+
+from mmpretrain.registry import MODELS
+from pmsn_mm.models.utils import (BatchAugmentPreprocessor, color_jitter,
+                                  resized_crop_flip, sample_crop_boxes)
+
+N = 4000
+
+
+def _mmpretrain_boxes(n, height, width, scale, seed=0):
+    np.random.seed(seed)
+    rrc = RandomResizedCrop(scale=height, crop_ratio_range=scale)
+    img = np.zeros((height, width, 1), dtype=np.uint8)
+    return np.array([rrc.rand_crop_params(img) for _ in range(n)])
+
+
+def _area_and_ratio(boxes, height, width):
+    boxes = np.asarray(boxes, dtype=np.float64)
+    return boxes[:, 2] * boxes[:, 3] / (height * width), boxes[:, 3] / boxes[:, 2]
+
+
+@pytest.mark.parametrize('scale', [(0.5, 1.0), (0.08, 1.0)])
+def test_crop_boxes_match_mmpretrain_distribution(scale):
+    gen = torch.Generator().manual_seed(0)
+    ours = sample_crop_boxes(N, 20, 20, scale, generator=gen).numpy()
+    ref = _mmpretrain_boxes(N, 20, 20, scale)
+    # every box lies inside the image
+    assert (ours[:, 0] >= 0).all() and (ours[:, 1] >= 0).all()
+    assert (ours[:, 0] + ours[:, 2] <= 20).all()
+    assert (ours[:, 1] + ours[:, 3] <= 20).all()
+    area, ratio = _area_and_ratio(ours, 20, 20)
+    ref_area, ref_ratio = _area_and_ratio(ref[:, [0, 1, 2, 3]], 20, 20)
+    assert stats.ks_2samp(area, ref_area).pvalue > 1e-3
+    assert stats.ks_2samp(ratio, ref_ratio).pvalue > 1e-3
+    # offsets: uniform over the free range, as mmpretrain
+    assert stats.ks_2samp(ours[:, 0] / (21 - ours[:, 2]),
+                          ref[:, 0] / (21 - ref[:, 2])).pvalue > 1e-3
+
+
+def test_crop_distribution_test_has_power():
+    gen = torch.Generator().manual_seed(0)
+    ours = sample_crop_boxes(N, 20, 20, (0.5, 1.0), generator=gen).numpy()
+    ref = _mmpretrain_boxes(N, 20, 20, (0.08, 1.0))
+    area, _ = _area_and_ratio(ours, 20, 20)
+    ref_area, _ = _area_and_ratio(ref, 20, 20)
+    assert stats.ks_2samp(area, ref_area).pvalue < 1e-6
+
+
+def test_crop_fallback_is_central_whole_image():
+    # no aspect ratio in (10, 11) fits a square image: central fallback
+    boxes = sample_crop_boxes(5, 16, 16, (0.9, 1.0), (10.0, 11.0))
+    rrc = RandomResizedCrop(
+        scale=16, crop_ratio_range=(0.9, 1.0), aspect_ratio_range=(10, 11))
+    expected = rrc.rand_crop_params(np.zeros((16, 16, 1), np.uint8))
+    assert boxes.tolist() == [list(expected)] * 5
+
+
+@pytest.mark.parametrize('kwargs', [
+    dict(scale=(0.0, 1.0)),
+    dict(scale=(0.6, 0.5)),
+    dict(scale=(0.5, 1.5)),
+    dict(ratio=(0.0, 1.0)),
+    dict(max_attempts=0),
+])
+def test_crop_box_errors(kwargs):
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        sample_crop_boxes(2, 8, 8, **kwargs)
+
+
+def test_resized_crop_identity_slice_and_flip():
+    img = torch.arange(2 * 1 * 8 * 8, dtype=torch.float32).reshape(2, 1, 8, 8)
+    full = torch.tensor([[0, 0, 8, 8]] * 2)
+    torch.testing.assert_close(resized_crop_flip(img, full, (8, 8)), img)
+    # a 4x4 crop resized to 4x4 is the slice itself
+    box = torch.tensor([[2, 3, 4, 4], [0, 4, 4, 4]])
+    out = resized_crop_flip(img, box, (4, 4))
+    torch.testing.assert_close(out[0], img[0, :, 2:6, 3:7])
+    torch.testing.assert_close(out[1], img[1, :, 0:4, 4:8])
+    flipped = resized_crop_flip(img, box, (4, 4), torch.tensor([True, False]))
+    torch.testing.assert_close(flipped[0], img[0, :, 2:6, 3:7].flip(-1))
+    torch.testing.assert_close(flipped[1], out[1])
+
+
+def test_resized_crop_upscale_matches_cv2_bilinear():
+    rng = np.random.default_rng(0)
+    img = rng.integers(0, 256, size=(12, 12)).astype(np.uint8)
+    box = torch.tensor([[2, 1, 8, 6]])  # top, left, h, w
+    out = resized_crop_flip(
+        torch.from_numpy(img).float()[None, None], box, (16, 16))[0, 0]
+    ref = mmcv.imresize(
+        img[2:10, 1:7].astype(np.float32), (16, 16),
+        interpolation='bilinear')
+    # same half-pixel convention; cv2 clamps at the crop border, we sample
+    # the neighbouring image pixels there, so compare the interior
+    np.testing.assert_allclose(out.numpy()[2:-2, 2:-2], ref[2:-2, 2:-2],
+                               atol=1e-3)
+
+
+def test_color_jitter_formulas_match_mmcv():
+    rng = np.random.default_rng(1)
+    img = rng.integers(20, 200, size=(64, 1, 6, 6)).astype(np.float32)
+    x = torch.from_numpy(img)
+    gen = torch.Generator().manual_seed(0)
+    # contrast only: recover each factor and compare with mmcv's formula
+    out = color_jitter(x, brightness=0.0, contrast=0.4, prob=1.0,
+                       generator=gen).numpy()
+    for i in range(len(img)):
+        gray = img[i, 0]
+        mean = np.round(gray.mean())
+        free = (out[i, 0] > 0) & (out[i, 0] < 255)  # not clipped
+        j = np.unravel_index(
+            np.argmax(np.abs(gray - mean) * free), gray.shape)
+        factor = (out[i, 0][j] - mean) / (gray[j] - mean)
+        assert 0.6 - 1e-4 <= factor <= 1.4 + 1e-4
+        three = np.repeat(gray[..., None], 3, -1).astype(np.uint8)
+        ref = mmcv.adjust_contrast(three, float(factor))[..., 0]
+        np.testing.assert_allclose(out[i, 0], ref, atol=1.01)
+    # brightness only: per image a factor in [0.6, 1.4], x * f clipped
+    out = color_jitter(x, brightness=0.4, contrast=0.0, prob=1.0,
+                       generator=gen).numpy()
+    factors = out[:, 0, 0, 0] / img[:, 0, 0, 0]
+    np.testing.assert_allclose(out, np.clip(img * factors[:, None, None,
+                                                          None], 0, 255),
+                               rtol=1e-5, atol=1e-3)
+    assert factors.min() >= 0.6 - 1e-5 and factors.max() <= 1.4 + 1e-5
+    assert stats.kstest((factors - 0.6) / 0.8, 'uniform').pvalue > 1e-3
+
+
+def test_color_jitter_rate():
+    x = torch.full((N, 1, 2, 2), 100.0)
+    x[:, :, 0, 0] = 50.0
+    gen = torch.Generator().manual_seed(0)
+    out = color_jitter(x, 0.4, 0.4, prob=0.8, generator=gen)
+    changed = (out != x).flatten(1).any(dim=1).float().mean().item()
+    # binomial(N, 0.8): 4 sigma = 0.025
+    assert abs(changed - 0.8) < 0.025
+    torch.testing.assert_close(color_jitter(x, 0.4, 0.4, prob=0.0), x)
+
+
+def _preprocessor(**kwargs):
+    cfg = dict(type='BatchAugmentPreprocessor', mean=[100.0], std=[50.0])
+    cfg.update(kwargs)
+    return MODELS.build(cfg)
+
+
+def test_preprocessor_flip_rate_and_views():
+    pre = _preprocessor(
+        num_views=3, crop_scale=(1.0, 1.0), crop_ratio=(1.0, 1.0),
+        flip_prob=0.5, jitter_prob=0.0)
+    torch.manual_seed(0)
+    imgs = torch.randint(0, 256, (N, 1, 6, 6), dtype=torch.uint8)
+    views = pre(dict(inputs=imgs, data_samples=None), True)['inputs']
+    assert len(views) == 3
+    norm = (imgs.float() - 100.0) / 50.0
+    for view in views:
+        assert view.shape == (N, 1, 6, 6)
+        same = torch.isclose(view, norm, atol=1e-4).flatten(1).all(1)
+        mirrored = torch.isclose(view, norm.flip(-1), atol=1e-4).flatten(1)
+        mirrored = mirrored.all(1)
+        assert bool((same | mirrored).all())
+        rate = mirrored.float().mean().item()
+        assert abs(rate - 0.5) < 4 * (0.25 / N)**0.5
+    none = _preprocessor(crop_scale=(1.0, 1.0), crop_ratio=(1.0, 1.0),
+                         flip_prob=0.0, jitter_prob=0.0)
+    for view in none(dict(inputs=imgs, data_samples=None), True)['inputs']:
+        torch.testing.assert_close(view, norm)
+
+
+def test_preprocessor_eval_normalises_only_and_output_size():
+    pre = _preprocessor(size=4)
+    imgs = torch.randint(0, 256, (3, 1, 6, 6), dtype=torch.uint8)
+    out = pre(dict(inputs=imgs, data_samples=None), False)['inputs']
+    torch.testing.assert_close(out, (imgs.float() - 100.0) / 50.0)
+    views = pre(dict(inputs=[imgs], data_samples=None), True)['inputs']
+    assert [v.shape for v in views] == [(3, 1, 4, 4)] * 2
+
+
+def test_preprocessor_seed_is_reproducible():
+    imgs = torch.randint(0, 256, (8, 1, 6, 6), dtype=torch.uint8)
+    a = _preprocessor(seed=3)(dict(inputs=imgs, data_samples=None), True)
+    b = _preprocessor(seed=3)(dict(inputs=imgs, data_samples=None), True)
+    for x, y in zip(a['inputs'], b['inputs']):
+        torch.testing.assert_close(x, y)
+    assert not torch.equal(a['inputs'][0], a['inputs'][1])
+
+
+def test_preprocessor_rejects_multiview_input():
+    imgs = torch.zeros(2, 1, 6, 6, dtype=torch.uint8)
+    with pytest.raises(ValueError, match='PackInputs'):
+        _preprocessor()(dict(inputs=[imgs, imgs], data_samples=None), True)
+
+
+@pytest.mark.parametrize('kwargs, match', [
+    (dict(num_views=0), 'num_views'),
+    (dict(size=0), 'size'),
+    (dict(flip_prob=1.5), 'flip_prob'),
+    (dict(jitter_prob=-0.1), 'jitter_prob'),
+    (dict(brightness=-1.0), 'brightness'),
+    (dict(crop_scale=(0.9, 0.5)), 'scale'),
+])
+def test_preprocessor_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        _preprocessor(**kwargs)
