@@ -7,6 +7,8 @@ import numpy as np
 from mmpretrain.datasets import BaseDataset
 from mmpretrain.registry import DATASETS
 
+from .procedural_shapes import SHAPE_CLASSES, render_shapes
+
 #: The 10 photographs scikit-image ships (``skimage.data.data_dir``) that
 #: serve as the offline background classes.
 SKIMAGE_PHOTOS = ('astronaut.png', 'brick.png', 'camera.png', 'chelsea.png',
@@ -20,7 +22,7 @@ MNIST_FILES = {
     'train': ['train-images-idx3-ubyte', 'train-labels-idx1-ubyte'],
     'test': ['t10k-images-idx3-ubyte', 't10k-labels-idx1-ubyte'],
 }
-BACKGROUND_SOURCES = ('skimage', 'cifar10')
+BACKGROUND_SOURCES = ('shapes', 'skimage', 'cifar10')
 DIGIT_SOURCES = ('sklearn', 'mnist')
 LABELS = ('digit', 'background')
 SPLITS = ('train', 'test')
@@ -85,10 +87,15 @@ class PowerLawOverlayDataset(BaseDataset):
 
     Sources:
 
-    - offline default: digits from scikit-learn's bundled ``load_digits``
-      (8×8; a fixed 70/30 per-class split keeps train and test digits
-      disjoint) and 10 photographs shipped with scikit-image
-      (:data:`SKIMAGE_PHOTOS`), a random square crop per sample;
+    - offline digits: scikit-learn's bundled ``load_digits`` (8×8; a fixed
+      70/30 per-class split keeps train and test digits disjoint);
+    - offline backgrounds: ``'shapes'``, procedural objects of 10 shape
+      classes (:mod:`~pmsn_mm.datasets.procedural_shapes`: random position,
+      size, rotation, grey levels, noise; every image standardised), the
+      semantic background of the faithful toy (an untrained encoder is
+      near chance on it); or ``'skimage'``, random square crops of 10
+      photographs shipped with scikit-image (:data:`SKIMAGE_PHOTOS`), which
+      an untrained encoder already separates (kept for the older configs);
     - real data, read from disk with mmpretrain's classes (never downloaded):
       ``background_source='cifar10'`` reads
       ``background_root/cifar-10-batches-py/`` (grayscaled CIFAR-10, each image
@@ -108,7 +115,8 @@ class PowerLawOverlayDataset(BaseDataset):
         digit_size: Side of the pasted digit, in pixels (≤ image_size).
         tau: Power-law exponent of the digit distribution (≥ 0).
         label: Which label is ``gt_label``: ``'digit'`` or ``'background'``.
-        background_source: ``'skimage'`` (offline) or ``'cifar10'``.
+        background_source: ``'shapes'`` or ``'skimage'`` (offline), or
+            ``'cifar10'``.
         digit_source: ``'sklearn'`` (offline) or ``'mnist'``.
         background_root: CIFAR-10 ``data_root`` (folder holding
             ``cifar-10-batches-py``); only for ``'cifar10'``.
@@ -240,9 +248,13 @@ class PowerLawOverlayDataset(BaseDataset):
                 if images[i].shape != size else images[i] for i in pick
             ])
             return out, labels[pick]
+        num = (5000 if self.split == 'train' else 1000) if num is None else num
+        if self.background_source == 'shapes':
+            self.background_classes = SHAPE_CLASSES
+            labels = rng.integers(0, len(SHAPE_CLASSES), size=num)
+            return render_shapes(labels, self.image_size, rng), labels
         import skimage
         from skimage import io
-        num = (5000 if self.split == 'train' else 1000) if num is None else num
         photos = [
             _to_gray_uint8(io.imread(osp.join(skimage.data.data_dir, name)))
             for name in SKIMAGE_PHOTOS
