@@ -1,0 +1,38 @@
+# Offline toy set of paper §5.1 (fast version): procedural shape backgrounds
+# (10 uniform classes, random position/size/rotation/contrast/noise) with a
+# power-law (tau 0.5) scikit-learn digit in the top-left corner, 20 x 20 px,
+# one grey channel, held in memory. The views are made on the device by
+# BatchAugmentPreprocessor, so the dataset pipeline only packs the image.
+dataset_type = 'PowerLawOverlayDataset'
+toy_dataset = dict(
+    type=dataset_type,
+    image_size=20,
+    digit_size=8,
+    tau=0.5,
+    background_source='shapes',
+    digit_source='sklearn',
+    channels=1,
+    seed=0)
+
+# mean/std of this set (one grey channel)
+data_preprocessor = dict(mean=[105.0], std=[58.0], to_rgb=False)
+
+pack = [
+    dict(
+        type='PackInputs',
+        meta_keys=('sample_idx', 'digit_label', 'background_label')),
+]
+train_dataloader = dict(
+    batch_size=128,
+    num_workers=0,
+    drop_last=True,
+    sampler=dict(type='DefaultSampler', shuffle=True),
+    collate_fn=dict(type='default_collate'),
+    dataset=dict(**toy_dataset, split='train', num_samples=10000,
+                 pipeline=pack))
+
+# memory bank (train split) and queries (test split) of the kNN evaluation
+knn_train_dataset = dict(
+    **toy_dataset, split='train', num_samples=10000, pipeline=pack)
+knn_test_dataset = dict(
+    **toy_dataset, split='test', num_samples=2000, pipeline=pack)

@@ -1,0 +1,53 @@
+# Paper-scale toy run (App. F "Toy setting") on one GPU, with the fast
+# in-memory pipeline: ViT-Tiny/4, batch 1024, 300 epochs, 15 warm-up epochs,
+# 10 prototypes, lambda 100, T 0.1, sharpen 0.25, mask 0.05, 1 random view
+# and no focal view, RRC (0.5, 1.0), no blur, no gradient clipping, EMA
+# 0.996 -> 1, weight decay 0.04 -> 0.4. Data: the offline shapes + digits toy
+# with 50,000 training images (the size of CIFAR-10's training split).
+#   python tools/analysis_tools/prior_toy_study.py THIS_CONFIG --device cuda
+_base_ = './pmsn_vit-mini-p4_1xb128-50e-cpu_shapes-digits-power-law.py'
+
+num_images = 50000
+batch_size = 1024
+epochs = 300
+iters_per_epoch = num_images // batch_size
+max_iters = epochs * iters_per_epoch
+warmup_iters = 15 * iters_per_epoch
+
+train_dataloader = dict(
+    batch_size=batch_size, dataset=dict(num_samples=num_images))
+
+model = dict(
+    backbone=dict(
+        _delete_=True,
+        type='VisionTransformer',
+        arch='deit-tiny',  # 192-d, 12 layers, 3 heads
+        img_size=20,
+        patch_size=4,
+        in_channels=1,
+        drop_path_rate=0.0),
+    neck=dict(in_channels=192, hidden_channels=2048, out_channels=256),
+    head=dict(in_channels=256, loss=dict(prior_weight=100.0)),
+    target_momentum=0.996)
+
+custom_hooks = [
+    dict(type='TargetMomentumHook', start=0.996, end=1.0),
+    dict(
+        type='KNNEvalHook',
+        train_dataset={{_base_.knn_train_dataset}},
+        test_dataset={{_base_.knn_test_dataset}},
+        label_keys=('digit_label', 'background_label')),
+]
+param_scheduler = [
+    dict(type='LinearLR', start_factor=0.01, by_epoch=False, begin=0,
+         end=warmup_iters),
+    dict(type='CosineAnnealingLR', T_max=max_iters - warmup_iters,
+         by_epoch=False, begin=warmup_iters, end=max_iters),
+    dict(type='CosineAnnealingWeightDecay', eta_min=0.4, T_max=max_iters,
+         by_epoch=False, begin=0, end=max_iters),
+]
+train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters)
+default_hooks = dict(
+    logger=dict(type='LoggerHook', interval=50),
+    checkpoint=dict(type='CheckpointHook', interval=10 * iters_per_epoch,
+                    by_epoch=False, max_keep_ckpts=1))

@@ -1,0 +1,89 @@
+"""tools/analysis_tools/prior_toy_study.py runs end to end on a tiny setting."""
+import importlib.util
+import json
+import os.path as osp
+
+import numpy as np
+import pytest
+
+from tests._configs import CONFIGS, REPO
+
+CONFIG = osp.join(CONFIGS, 'pmsn',
+                  'pmsn_vit-mini-p4_1xb128-50e-cpu_shapes-digits-power-law.py')
+PNG_HEADER = b'\x89PNG\r\n\x1a\n'
+
+
+def _load_tool():
+    spec = importlib.util.spec_from_file_location(
+        'prior_toy_study',
+        osp.join(REPO, 'tools', 'analysis_tools', 'prior_toy_study.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+study = _load_tool()
+TINY = [
+    'train_dataloader.batch_size=16',
+    'train_dataloader.dataset.num_samples=64',
+    'knn_train_dataset.num_samples=120',
+    'knn_test_dataset.num_samples=40',
+    'custom_hooks=[]',
+]
+
+
+def test_study_end_to_end(tmp_path):
+    out = study.main([
+        CONFIG, '--seeds', '0', '1', '--max-iters', '3', '--eval-interval',
+        '2', '--curve-samples', '50', '--k', '5', '--num-refs', '3',
+        '--num-neighbors', '4', '--work-dir',
+        str(tmp_path), '--kl-directions', 'forward', 'reverse',
+        '--cfg-options', *TINY
+    ])
+    runs = out['runs']
+    assert set(runs) == {
+        'untrained encoder', 'power-law', 'uniform', 'power-law-reverse-kl',
+        'uniform-reverse-kl'
+    }
+    for name, seeds in runs.items():
+        assert len(seeds) == 2, name
+        for r in seeds:
+            for key in ('knn_digit_backbone', 'knn_background_neck'):
+                assert 0 <= r[key] <= 100
+            assert 0 <= r['nmi_digit'] <= 1
+            assert sum(r['usage_sorted']) == pytest.approx(1.0)
+            assert r['usage_sorted'] == sorted(r['usage_sorted'],
+                                               reverse=True)
+    # the prior that was trained with is the one reported
+    pl = np.asarray(runs['power-law'][0]['prior_sorted'])
+    ranks = np.arange(1, 11.0)
+    np.testing.assert_allclose(pl, ranks**-0.5 / np.sum(ranks**-0.5))
+    np.testing.assert_allclose(runs['uniform'][0]['prior_sorted'],
+                               np.full(10, 0.1))
+    assert runs['power-law'][0]['kl_direction'] == 'forward'
+    assert runs['uniform-reverse-kl'][1]['kl_direction'] == 'reverse'
+    # curves: iteration 0, 2 (interval) and the last is not a multiple
+    assert [p['iter'] for p in runs['power-law'][0]['curve']] == [0, 2]
+    saved = json.load(open(tmp_path / 'results.json'))
+    assert saved['table'] == (tmp_path / 'table.md').read_text().strip()
+    assert '| power-law | 2 |' in saved['table']
+    for name in ('fig3_power-law', 'fig3_uniform', 'curves_power-law',
+                 'curves_uniform-reverse-kl'):
+        assert (tmp_path / f'{name}.png').read_bytes()[:8] == PNG_HEADER
+    assert osp.isfile(tmp_path / 'power-law' / 'seed1' / 'metrics.json')
+
+
+def test_mean_std_and_schedule_scaling():
+    assert study.mean_std([1.0, 3.0]) == '2 ± 1.4'
+    from mmengine.config import Config
+    cfg = Config.fromfile(CONFIG)
+    old = cfg.train_cfg.max_iters
+    study.scale_schedule(cfg, old // 2)
+    assert cfg.train_cfg.max_iters == old // 2
+    cos = [s for s in cfg.param_scheduler if s.type == 'CosineAnnealingLR'][0]
+    assert cos.end == old // 2
+
+
+def test_unknown_prior_is_refused():
+    with pytest.raises(SystemExit):
+        study.parse_args([CONFIG, '--priors', 'zipf'])
