@@ -136,9 +136,13 @@ def scale_schedule(cfg, max_iters: int) -> None:
     ratio = max_iters / old
     cfg.train_cfg.max_iters = max_iters
     for sched in cfg.param_scheduler:
-        for key in ('begin', 'end', 'T_max'):
-            if key in sched:
-                sched[key] = max(1, int(round(sched[key] * ratio)))
+        if 'begin' in sched:
+            sched['begin'] = int(round(sched['begin'] * ratio))
+        if 'end' in sched:
+            sched['end'] = max(
+                sched.get('begin', 0) + 1, int(round(sched['end'] * ratio)))
+        if 'T_max' in sched:
+            sched['T_max'] = max(1, int(round(sched['T_max'] * ratio)))
     ckpt = cfg.default_hooks.get('checkpoint')
     if ckpt is not None:
         ckpt['interval'] = max_iters
