@@ -175,11 +175,9 @@ class _Probe:
         return torch.cat(outs_b), torch.cat(outs_n)
 
     def probabilities(self, emb):
-        from pmsn_mm.models.losses import prototype_log_probabilities
-        loss = self.model.head.loss_module
-        return prototype_log_probabilities(emb, self.model.head.prototypes,
-                                           loss.temperature,
-                                           loss.label_smoothing).exp()
+        """Prototype probabilities as the loss computes them (on the CPU)."""
+        from pmsn_mm.apis import prototype_probabilities
+        return prototype_probabilities(self.model, emb)
 
     def prior(self):
         import torch
