@@ -1,23 +1,64 @@
-"""Sinkhorn-Knopp balancing of target probabilities, as in MSN."""
+"""Sinkhorn-Knopp balancing of target probabilities (MSN, SwAV), optionally
+towards a non-uniform cluster prior."""
+from typing import Optional
+
 import torch
 from torch import Tensor
 
 from .dist import all_reduce_sum, get_world_size
 
+# How far the sum of ``col_marginal`` may be from 1 (float32 round-off of a
+# normalised prior with thousands of entries stays far below this).
+MARGINAL_SUM_TOL = 1e-4
+
+
+def check_col_marginal(col_marginal: Tensor, num_protos: int) -> None:
+    """Raise ``ValueError`` unless ``col_marginal`` is a prior over K.
+
+    Args:
+        col_marginal: Tensor of shape (K,).
+        num_protos: K, the number of prototypes (columns of the targets).
+    """
+    if col_marginal.dim() != 1 or col_marginal.shape[0] != num_protos:
+        raise ValueError(
+            'col_marginal must have shape (K,) with K = number of prototypes '
+            f'= {num_protos}, but has shape {tuple(col_marginal.shape)}.')
+    if not bool(torch.isfinite(col_marginal).all()):
+        raise ValueError('col_marginal must be finite (no NaN or inf).')
+    if not bool((col_marginal > 0).all()):
+        bad = torch.nonzero(col_marginal <= 0).flatten().tolist()
+        raise ValueError(
+            'col_marginal must be > 0 for every prototype, but entries '
+            f'{bad} are <= 0.')
+    total = float(col_marginal.double().sum())
+    if abs(total - 1.0) > MARGINAL_SUM_TOL:
+        raise ValueError(f'col_marginal must sum to 1 (within '
+                         f'{MARGINAL_SUM_TOL}), but sums to {total}.')
+
 
 @torch.no_grad()
-def distributed_sinkhorn(probs: Tensor, num_iters: int = 3) -> Tensor:
-    """Balance soft assignments over the global batch (MSN's Sinkhorn-Knopp).
+def distributed_sinkhorn(probs: Tensor,
+                         num_iters: int = 3,
+                         col_marginal: Optional[Tensor] = None) -> Tensor:
+    """Balance soft assignments over the global batch (MSN/SwAV
+    Sinkhorn-Knopp), towards uniform or prior cluster sizes.
 
-    Starting from the (already sharpened) probabilities, alternately
-    rescales every prototype's total mass to ``B / K`` and every sample's
-    mass to 1, where ``B`` is the global batch size (``W`` ranks times the
-    local batch). Prototype sums are all-reduced across ranks, so the result
-    equals single-process Sinkhorn on the concatenated batch. The last step
-    normalises samples, so every output row sums to 1 exactly.
+    Works on ``Q = probs.T`` (K x B). Starting from ``Q / sum(Q)``, each
+    iteration rescales every prototype's (row's) total mass to
+    ``col_marginal[k]`` (``1 / K`` when None) and then every sample's
+    (column's) mass to ``1 / B``, where ``B`` is the global batch size
+    (``W`` ranks times the local batch). Finally ``Q * B`` is returned
+    transposed, so in the (B, K) output every row sums to 1 exactly and,
+    once converged, column ``k`` sums to ``B * col_marginal[k]`` over the
+    global batch: the projection onto paper eq. (swav)'s constraint set
+    ``P 1_N = N * prior`` (eq. (swav) states the uniform case ``N / K``;
+    eq. (constrained) with ``N_k = N * prior_k``). Prototype sums are
+    all-reduced across ranks, so the result equals single-process Sinkhorn
+    on the concatenated batch.
 
-    This re-implements ``distributed_sinkhorn`` of the official MSN
-    (``src/losses.py``). mmpretrain's
+    With ``col_marginal=None`` this is exactly the official MSN
+    ``distributed_sinkhorn`` (``src/losses.py``) and, on ``exp(scores /
+    epsilon)``, the official SwAV one. mmpretrain's
     ``mmpretrain.models.losses.swav_loss.distributed_sinkhorn`` is not reused
     because it is not equivalent: it takes scores and applies
     ``exp(scores / epsilon)`` (SwAV), and it all-reduces the prototype sums
@@ -29,12 +70,17 @@ def distributed_sinkhorn(probs: Tensor, num_iters: int = 3) -> Tensor:
 
     Args:
         probs: Tensor of shape (B_local, K), non-negative, e.g. sharpened
-            target probabilities. Not modified.
+            target probabilities or ``exp(scores / epsilon)``. Not modified.
         num_iters: Number of Sinkhorn iterations, >= 1. Defaults to 3.
+        col_marginal: Tensor of shape (K,): the target share of each
+            prototype, all entries > 0, summing to 1 (within
+            ``MARGINAL_SUM_TOL``; it is then divided by its sum). None
+            balances towards uniform ``1 / K`` with the official code's
+            arithmetic. Defaults to None.
 
     Returns:
         Tensor of shape (B_local, K): rows sum to 1; over the global batch
-        each prototype's column sum approaches ``B / K``.
+        column ``k`` approaches ``B * col_marginal[k]`` (``B / K``).
     """
     if num_iters < 1:
         raise ValueError(f'num_iters must be >= 1 but is {num_iters}.')
@@ -44,12 +90,20 @@ def distributed_sinkhorn(probs: Tensor, num_iters: int = 3) -> Tensor:
     q = probs.detach().t().clone()  # (K, B_local)
     num_protos = q.shape[0]
     batch_size = q.shape[1] * get_world_size()
+    if col_marginal is not None:
+        check_col_marginal(col_marginal, num_protos)
+        marginal = col_marginal.detach().to(device=q.device, dtype=q.dtype)
+        marginal = (marginal / marginal.sum()).unsqueeze(1)  # (K, 1)
 
     q /= all_reduce_sum(q.sum())
     for _ in range(num_iters):
-        # Each prototype gets total mass 1 / K over the global batch.
+        # Each prototype gets total mass col_marginal[k] (1 / K) over the
+        # global batch.
         q /= all_reduce_sum(q.sum(dim=1, keepdim=True))
-        q /= num_protos
+        if col_marginal is None:
+            q /= num_protos
+        else:
+            q *= marginal
         # Each sample gets total mass 1 / B.
         q /= q.sum(dim=0, keepdim=True)
         q /= batch_size
