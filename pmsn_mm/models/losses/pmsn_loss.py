@@ -107,6 +107,22 @@ def entropy(p: Tensor, log_p: Optional[Tensor] = None) -> Tensor:
     return -torch.sum(p * log_p, dim=-1)
 
 
+@torch.no_grad()
+def global_mean_usage(probs: Tensor) -> Tensor:
+    """Mean probability of each prototype over the global batch.
+
+    Args:
+        probs: Tensor of shape (B_local, K), e.g. sharpened targets.
+
+    Returns:
+        Tensor of shape (K,), float64, the same on every rank (one
+        all-reduce of K + 1 values).
+    """
+    count = probs.new_full((1, ), float(probs.shape[0]), dtype=torch.float64)
+    totals = all_reduce_sum(torch.cat([probs.double().sum(dim=0), count]))
+    return totals[:-1] / totals[-1]
+
+
 def _check_positive(name: str, value: float) -> None:
     if not (isinstance(value,
                        (int, float)) and math.isfinite(value) and value > 0):
@@ -122,10 +138,17 @@ class PMSNLoss(nn.Module):
     [+ entropy_weight * mean_i H(p_i)]``, where ``p_i`` are the anchor
     prototype probabilities (:func:`prototype_log_probabilities`),
     ``p_i^+ = sharpen(p(target_i), sharpen_temperature)`` (no gradient,
-    optionally Sinkhorn-balanced over the global batch) and ``p_mean`` is the
-    mean of all anchor probabilities over all views and all ranks (see
+    optionally Sinkhorn-balanced over the global batch towards the prior's
+    cluster sizes) and ``p_mean`` is the mean of all anchor probabilities
+    over all views and all ranks (see
     :func:`~pmsn_mm.models.utils.all_reduce_mean_with_grad` for why its
     gradient is exact under DDP; ranks are assumed to hold equal batches).
+
+    A prior learned from the data (``learns_from_usage``, e.g.
+    ``AdaptivePowerLawPrior``) is used as it stands for this step and then,
+    in training mode, updated with the step's global target usage: the mean
+    of the sharpened targets over all ranks, taken *before* Sinkhorn (after
+    it the usage would equal the prior's own marginals).
 
     Args:
         temperature: Cosine-similarity temperature, > 0. Defaults to 0.1.
@@ -135,7 +158,11 @@ class PMSNLoss(nn.Module):
         prior_weight: lambda, >= 0. Defaults to 1.0.
         label_smoothing: Prototype label smoothing, in [0, 1).
             Defaults to 0.0.
-        use_sinkhorn: Balance targets with distributed Sinkhorn-Knopp.
+        use_sinkhorn: Balance targets with distributed Sinkhorn-Knopp so that
+            over the global batch of B targets prototype k receives
+            ``B * prior_k`` (:func:`~pmsn_mm.models.utils.distributed_sinkhorn`
+            with ``col_marginal=prior``). A prior whose entries are all equal
+            (``UniformPrior``) runs MSN's uniform Sinkhorn unchanged.
             Defaults to False.
         sinkhorn_iterations: Sinkhorn iterations, >= 1. Defaults to 3.
         entropy_weight: Weight of the mean per-anchor entropy, >= 0; the
@@ -144,15 +171,17 @@ class PMSNLoss(nn.Module):
             (msn_prior); ``'reverse'``: KL(prior || p_mean), as in lightly.
             Defaults to ``'forward'``.
         prior: Config of a prior (``UniformPrior``, ``PowerLawPrior``,
-            ``ClassPrior``, ``FilePrior``) or a built ``BasePrior``.
-            Defaults to ``dict(type='UniformPrior')``.
+            ``ClassPrior``, ``FilePrior``, ``AdaptivePowerLawPrior``) or a
+            built ``BasePrior``. Defaults to ``dict(type='UniformPrior')``.
 
     Returned dict (all tensors): ``loss_ce``, ``loss_prior`` (=
     ``prior_weight * prior_kl``), ``loss_entropy`` (only if
     ``entropy_weight > 0``) -- summed by mmengine -- and the detached,
     global-batch statistics ``prior_kl``, ``mean_probs_entropy`` (entropy of
     p_mean), ``num_prototypes_used`` (distinct argmax of the targets) and
-    ``max_target_prob`` (mean over targets of their max probability).
+    ``max_target_prob`` (mean over targets of their max probability), plus
+    the learned prior's own statistics (``AdaptivePowerLawPrior``:
+    ``prior_tau``, ``prior_tau_fit``) after this step's update.
     """
 
     def __init__(self,
@@ -199,9 +228,11 @@ class PMSNLoss(nn.Module):
         if prior is None:
             prior = dict(type='UniformPrior')
         self.prior = MODELS.build(prior) if isinstance(prior, dict) else prior
-        # Prior probabilities per (K, device, dtype); a plain attribute, not
-        # a buffer, so it is neither checkpointed nor broadcast by DDP.
+        # Prior probabilities per (K, device, dtype) and whether they are
+        # uniform; plain attributes, not buffers, so they are neither
+        # checkpointed nor broadcast by DDP. Learned priors are not cached.
         self._prior_cache: Dict[tuple, Tensor] = {}
+        self._uniform_cache: Dict[tuple, bool] = {}
 
     def set_sharpen_temperature(self, temperature: float) -> None:
         """Set the target sharpening temperature (called by a hook).
@@ -214,7 +245,8 @@ class PMSNLoss(nn.Module):
 
     def prior_probs(self, num_prototypes: int, device: torch.device,
                     dtype: torch.dtype) -> Tensor:
-        """The prior as a tensor (float64 math), cached.
+        """The prior as a tensor (float64 math), cached unless the prior is
+        learned from the data.
 
         Args:
             num_prototypes: K.
@@ -224,11 +256,31 @@ class PMSNLoss(nn.Module):
         Returns:
             Tensor of shape (K,).
         """
+        if self.prior.learns_from_usage:
+            return self.prior(num_prototypes, dtype, device)
         key = (num_prototypes, torch.device(device), dtype)
         if key not in self._prior_cache:
             probs = self.prior(num_prototypes, torch.float64)
             self._prior_cache[key] = probs.to(device=device, dtype=dtype)
         return self._prior_cache[key]
+
+    def sinkhorn_marginal(self, prior: Tensor) -> Optional[Tensor]:
+        """The ``col_marginal`` for Sinkhorn: None (MSN's uniform
+        arithmetic, bit for bit) when all prior entries are equal, else the
+        prior itself. Learned priors always pass the prior.
+
+        Args:
+            prior: Tensor of shape (K,), from :meth:`prior_probs`.
+
+        Returns:
+            None or ``prior``.
+        """
+        if self.prior.learns_from_usage:
+            return prior
+        key = (prior.shape[0], prior.device, prior.dtype)
+        if key not in self._uniform_cache:
+            self._uniform_cache[key] = bool(torch.all(prior == prior[0]))
+        return None if self._uniform_cache[key] else prior
 
     @staticmethod
     def _check_shapes(anchors: Tensor, targets: Tensor,
@@ -275,15 +327,20 @@ class PMSNLoss(nn.Module):
                                                 self.label_smoothing)
         probs = log_probs.exp()
 
+        prior = self.prior_probs(num_protos, probs.device, probs.dtype)
         # Targets p_i^+ (no gradient).
         with torch.no_grad():
             target_probs = prototype_log_probabilities(
                 targets.detach(), prototypes.detach(), self.temperature,
                 self.label_smoothing).exp()
             target_probs = sharpen(target_probs, self.sharpen_temperature)
+            usage = None
+            if self.prior.learns_from_usage and self.training:
+                usage = global_mean_usage(target_probs)
             if self.use_sinkhorn:
-                target_probs = distributed_sinkhorn(target_probs,
-                                                    self.sinkhorn_iterations)
+                target_probs = distributed_sinkhorn(
+                    target_probs, self.sinkhorn_iterations,
+                    self.sinkhorn_marginal(prior))
         repeated_targets = target_probs.repeat(num_views, 1)
 
         # mean_i H(p_i^+, p_i)
@@ -291,7 +348,6 @@ class PMSNLoss(nn.Module):
 
         # KL between p_mean (global over views and ranks) and the prior.
         mean_probs = all_reduce_mean_with_grad(probs.mean(dim=0))
-        prior = self.prior_probs(num_protos, probs.device, probs.dtype)
         if self.kl_direction == 'forward':
             prior_kl = kl_divergence(mean_probs, prior)
         else:
@@ -302,6 +358,12 @@ class PMSNLoss(nn.Module):
             losses['loss_entropy'] = self.entropy_weight * entropy(
                 probs, log_probs).mean()
         losses.update(self._stats(target_probs, mean_probs.detach(), prior_kl))
+        if usage is not None:
+            self.prior.update_usage(usage)
+        losses.update({
+            k: v.detach().to(probs.dtype)
+            for k, v in self.prior.statistics().items()
+        })
         return losses
 
     @staticmethod

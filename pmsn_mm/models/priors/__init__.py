@@ -1,4 +1,6 @@
-"""Cluster priors for PMSN: uniform (MSN), power-law, class counts, file."""
+"""Cluster priors for PMSN: uniform (MSN), power-law, class counts, file, and
+a power law whose exponent is fitted to the data."""
+from .adaptive_power_law import AdaptivePowerLawPrior, fit_power_law_exponent
 from .base_prior import BasePrior, validate_prior_values
 from .class_prior import ClassPrior
 from .file_prior import FilePrior, load_prior_file
@@ -6,6 +8,7 @@ from .power_law import PowerLawPrior
 from .uniform import UniformPrior
 
 __all__ = [
-    'BasePrior', 'ClassPrior', 'FilePrior', 'PowerLawPrior', 'UniformPrior',
-    'load_prior_file', 'validate_prior_values'
+    'AdaptivePowerLawPrior', 'BasePrior', 'ClassPrior', 'FilePrior',
+    'PowerLawPrior', 'UniformPrior',
+    'fit_power_law_exponent', 'load_prior_file', 'validate_prior_values'
 ]

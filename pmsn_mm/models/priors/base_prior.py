@@ -1,6 +1,6 @@
 """Base class and validation shared by all cluster priors."""
 from abc import ABCMeta, abstractmethod
-from typing import Sequence, Union
+from typing import Dict, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -75,7 +75,35 @@ class BasePrior(nn.Module, metaclass=ABCMeta):
     Subclasses implement :meth:`weights` (float64, unnormalised);
     :meth:`forward` validates and normalises it (the ``prior`` of eq.
     (msn_prior) in the paper).
+
+    A prior that is estimated from the data during training sets
+    ``learns_from_usage = True`` and implements :meth:`update_usage`; the
+    losses then feed it the global cluster usage of every training step and
+    do not cache its probabilities.
     """
+
+    #: True for priors re-estimated from the data (see :meth:`update_usage`).
+    learns_from_usage: bool = False
+
+    def update_usage(self, usage: Tensor) -> None:
+        """Take one training step's global cluster usage (learned priors).
+
+        Args:
+            usage: Tensor of shape (K,), the mean target probability of each
+                prototype over the global batch.
+        """
+        raise NotImplementedError(
+            f'{type(self).__name__} is a fixed prior; it does not learn from '
+            'cluster usage.')
+
+    def statistics(self) -> Dict[str, Tensor]:
+        """Scalars describing the current state of a learned prior, logged
+        by the losses (keys without "loss"). Fixed priors have none.
+
+        Returns:
+            Dict of 0-dim tensors.
+        """
+        return {}
 
     @abstractmethod
     def weights(self, num_prototypes: int) -> np.ndarray:
@@ -90,13 +118,15 @@ class BasePrior(nn.Module, metaclass=ABCMeta):
 
     def forward(self,
                 num_prototypes: int,
-                dtype: torch.dtype = torch.float32) -> Tensor:
+                dtype: torch.dtype = torch.float32,
+                device: Optional[torch.device] = None) -> Tensor:
         """Return the prior probabilities.
 
         Args:
             num_prototypes: The number of prototypes K, >= 1.
             dtype: dtype of the result (the math is float64).
                 Defaults to torch.float32.
+            device: Device of the result; None is the CPU. Defaults to None.
 
         Returns:
             Tensor of shape (K,) summing to 1, all entries > 0.
@@ -110,4 +140,5 @@ class BasePrior(nn.Module, metaclass=ABCMeta):
         weights = validate_prior_values(
             self.weights(int(num_prototypes)), f'{name} weights')
         check_length(weights, num_prototypes, name)
-        return torch.from_numpy(weights / weights.sum()).to(dtype)
+        return torch.from_numpy(weights / weights.sum()).to(
+            device=device, dtype=dtype)

@@ -1,12 +1,15 @@
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from mmpretrain.registry import MODELS
 
-from pmsn_mm.models.losses import PMSNLoss, kl_divergence, sharpen
+from pmsn_mm.models.losses import (PMSNLoss, kl_divergence,
+                                   prototype_log_probabilities, sharpen)
 from pmsn_mm.models.priors import PowerLawPrior, UniformPrior
+from pmsn_mm.models.utils import distributed_sinkhorn
 
 
 def official_msn_loss(anchors,
@@ -323,3 +326,122 @@ def test_inputs_must_be_2d():
     anchors, targets, prototypes = _inputs()
     with pytest.raises(ValueError, match=r'must be 2-D.*anchors \(1, 6, 8\)'):
         PMSNLoss()(anchors[None], targets, prototypes)
+
+
+# --- Sinkhorn towards the prior, priors learned from usage ---------------
+
+
+def prior_sinkhorn(Q, prior, num_itr):
+    """official_sinkhorn with the prototype step ``/ K`` -> ``* prior``."""
+    Q = Q.T.clone()
+    B = Q.shape[1]
+    Q /= torch.sum(Q)
+    for _ in range(num_itr):
+        Q /= torch.sum(Q, dim=1, keepdim=True)
+        Q *= prior[:, None]
+        Q /= torch.sum(Q, dim=0, keepdim=True)
+        Q /= B
+    Q *= B
+    return Q.T
+
+
+def _targets_and_ce(anchors, targets, prototypes, num_views, codes_fn):
+    probs = F.softmax(
+        F.normalize(anchors) @ F.normalize(prototypes).T / 0.1, dim=1)
+    p = F.softmax(F.normalize(targets) @ F.normalize(prototypes).T / 0.1,
+                  dim=1)
+    sharp = p**4 / (p**4).sum(dim=1, keepdim=True)
+    codes = codes_fn(sharp)
+    ce = -(codes.repeat(num_views, 1) * probs.log()).sum(dim=1).mean()
+    return sharp, codes, ce
+
+
+@pytest.mark.parametrize('num_iters', [3, 300])
+def test_sinkhorn_uses_the_power_law_prior(num_iters):
+    anchors, targets, prototypes = _inputs(batch_size=10, num_views=2)
+    prior = PowerLawPrior(0.8)(5, torch.float64)
+    loss = PMSNLoss(use_sinkhorn=True, sinkhorn_iterations=num_iters,
+                    prior=dict(type='PowerLawPrior', tau=0.8))
+    out = loss(anchors, targets, prototypes)
+    _, codes, ce = _targets_and_ce(
+        anchors, targets, prototypes, 2,
+        lambda q: prior_sinkhorn(q, prior, num_iters))
+    torch.testing.assert_close(out['loss_ce'], ce, rtol=0, atol=1e-10)
+    # not the uniform Sinkhorn
+    _, uniform_codes, uniform_ce = _targets_and_ce(
+        anchors, targets, prototypes, 2,
+        lambda q: official_sinkhorn(q, num_iters))
+    assert abs(out['loss_ce'].item() - uniform_ce.item()) > 1e-3
+    if num_iters == 300:  # converged: cluster sizes B * prior
+        torch.testing.assert_close(
+            codes.sum(dim=0), 10 * prior, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize('prior', [
+    dict(type='UniformPrior'),
+    dict(type='ClassPrior', counts=[7, 7, 7, 7, 7]),
+    dict(type='PowerLawPrior', tau=0.0),
+])
+def test_uniform_prior_sinkhorn_is_bitwise_msn_sinkhorn(prior):
+    """Any prior with equal entries runs the uniform Sinkhorn: the loss is
+    bit for bit the computation before priors reached Sinkhorn."""
+    anchors, targets, prototypes = _inputs(num_views=2, dtype=torch.float32)
+    loss = PMSNLoss(use_sinkhorn=True, prior=prior)
+    assert loss.sinkhorn_marginal(loss.prior_probs(
+        5, torch.device('cpu'), torch.float32)) is None
+    out = loss(anchors, targets, prototypes)
+    codes = distributed_sinkhorn(
+        sharpen(prototype_log_probabilities(targets, prototypes, 0.1).exp(),
+                0.25), 3)
+    ce = -torch.sum(codes.repeat(2, 1) * prototype_log_probabilities(
+        anchors, prototypes, 0.1), dim=1).mean()
+    assert torch.equal(out['loss_ce'], ce)
+
+
+def test_adaptive_prior_learns_from_pre_sinkhorn_target_usage():
+    anchors, targets, prototypes = _inputs(batch_size=8, num_views=2)
+    loss = PMSNLoss(
+        use_sinkhorn=True,
+        prior_weight=2.0,
+        prior=dict(type='AdaptivePowerLawPrior', num_prototypes=5,
+                   tau_init=0.4, momentum=0.5))
+    sharp, _, _ = _targets_and_ce(anchors, targets, prototypes, 2,
+                                  lambda q: q)
+    prior_before = PowerLawPrior(0.4)(5, torch.float64)
+    # eval mode: the prior is used, not updated
+    loss.eval()
+    out = loss(anchors, targets, prototypes)
+    assert loss.prior.num_updates.item() == 0
+    assert out['prior_tau'].item() == pytest.approx(0.4)
+    # train mode: this step uses tau_init, then learns from the usage
+    loss.train()
+    out = loss(anchors, targets, prototypes)
+    probs = F.softmax(
+        F.normalize(anchors) @ F.normalize(prototypes).T / 0.1, dim=1)
+    torch.testing.assert_close(
+        out['prior_kl'], kl_divergence(probs.mean(dim=0), prior_before))
+    _, _, ce = _targets_and_ce(
+        anchors, targets, prototypes, 2,
+        lambda q: prior_sinkhorn(q, prior_before, 3))
+    torch.testing.assert_close(out['loss_ce'], ce)
+    usage = sharp.mean(dim=0)  # before Sinkhorn
+    torch.testing.assert_close(loss.prior.usage_ema, 0.5 * usage)
+    slope = np.polyfit(np.log(np.arange(1, 6)),
+                       np.log(np.sort(usage.numpy())[::-1]), 1)[0]
+    assert out['prior_tau_fit'].item() == pytest.approx(-slope, abs=1e-10)
+    assert out['prior_tau'].item() == pytest.approx(
+        min(max(-slope, 0.0), 2.0), abs=1e-10)
+    assert not out['prior_tau'].requires_grad
+    # the next step uses the updated prior, uncached
+    prior_now = loss.prior_probs(5, torch.device('cpu'), torch.float64)
+    torch.testing.assert_close(
+        prior_now, PowerLawPrior(out['prior_tau'].item())(5, torch.float64))
+
+
+def test_adaptive_prior_needs_matching_num_prototypes():
+    anchors, targets, prototypes = _inputs(num_protos=5)
+    loss = PMSNLoss(prior=dict(type='AdaptivePowerLawPrior',
+                               num_prototypes=6))
+    with pytest.raises(ValueError, match='num_prototypes=6 but is asked for '
+                       '5 prototypes'):
+        loss(anchors, targets, prototypes)

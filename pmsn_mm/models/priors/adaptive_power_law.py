@@ -1,0 +1,266 @@
+"""Power-law cluster prior whose exponent is fitted to the data online."""
+import logging
+import math
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+import torch
+from mmengine.logging import print_log
+from mmpretrain.registry import MODELS
+from torch import Tensor
+
+from .base_prior import BasePrior
+
+
+def fit_power_law_exponent(sorted_usage: Tensor) -> Tuple[Tensor, Tensor]:
+    """Least-squares fit of ``log u_r = c - tau * log r`` (log-log plot).
+
+    Entry ``r - 1`` is the size of the rank-``r`` cluster (largest first).
+    Ranks with ``u_r = 0`` have no logarithm and are left out of the fit;
+    nothing else is excluded, weighted or clamped. Computed in float64 on
+    the input's device without host synchronisation.
+
+    Args:
+        sorted_usage: Tensor of shape (K,), non-negative cluster sizes in
+            descending order (any scale: the slope ignores it).
+
+    Returns:
+        Tuple ``(tau, valid)`` of 0-dim tensors: the fitted exponent
+        ``tau = -slope`` (float64) and whether at least 2 ranks were
+        positive (otherwise ``tau`` is NaN).
+    """
+    u = sorted_usage.detach().double()
+    log_rank = torch.arange(
+        1, u.shape[0] + 1, dtype=torch.float64, device=u.device).log()
+    used = u > 0
+    w = used.double()
+    count = w.sum()
+    # unused ranks: log(1) = 0 as a placeholder, they get weight 0
+    log_u = torch.where(used, u, torch.ones_like(u)).log()
+    x_mean = (w * log_rank).sum() / count
+    y_mean = (w * log_u).sum() / count
+    dx = w * (log_rank - x_mean)
+    slope = (dx * (log_u - y_mean)).sum() / (dx * dx).sum()
+    valid = count >= 2
+    tau = torch.where(valid, -slope, torch.full_like(slope, math.nan))
+    return tau, valid
+
+
+@MODELS.register_module()
+class AdaptivePowerLawPrior(BasePrior):
+    """Power-law prior ``p_k ∝ k ** -tau`` with ``tau`` learned from the
+    data: the paper's eq. (msn_prior) prior ``p_PL(tau)``, with the exponent
+    it leaves to the user estimated during training.
+
+    **Estimate.** After every training step the loss passes the step's
+    global cluster usage ``u`` (mean target probability of each prototype
+    over all ranks, see :meth:`update_usage`). The prior keeps an EMA of
+    the cluster sizes, sorts them (largest first) and fits ``tau_fit`` by
+    least squares in log-log (:func:`fit_power_law_exponent`; the
+    zero-initialised EMA only changes the scale, not the slope). Two
+    orders of averaging:
+
+    - ``sort_before_ema=False`` (default): ``ema = momentum * ema +
+      (1 - momentum) * u`` per prototype, sorted at fit time. Unbiased when
+      prototypes keep their clusters from step to step (they are persistent
+      parameters); prototypes swapping clusters would blur it towards
+      uniform.
+    - ``sort_before_ema=True``: EMA of each step's *sorted* sizes, ``ema =
+      momentum * ema + (1 - momentum) * sort(u)``. Indifferent to which
+      prototype holds which cluster, but sorting noisy per-step sizes
+      spreads them, which biases tau upwards when the global batch is small
+      relative to K (simulated with hard counts from tau 0.5, K = 10,
+      momentum 0.99: 0.61 with 128 samples a step, 0.51 with 1024; the
+      default gave 0.50 for both).
+
+    **Bounded.** The exponent used is ``tau = min(max(tau_fit, tau_min),
+    tau_max)``; both are returned by the losses (``prior_tau``,
+    ``prior_tau_fit``) and so logged every logger interval, and a warning is
+    logged whenever the fit crosses into or back out of the bounds. Before
+    the first update (and while fewer than 2 ranks have positive usage),
+    ``tau`` keeps its previous value, initially ``tau_init``.
+
+    **Prototype identity.** The KL term and Sinkhorn marginals are
+    permutation-sensitive, so the prior is applied by prototype *index*
+    exactly as :class:`PowerLawPrior`: prototype 1 (index 0) gets the
+    largest probability. Only ``tau`` adapts; which prototype carries which
+    rank is left to the model (prototypes are interchangeable, so the
+    network can put its largest cluster on prototype 1). The usage is
+    sorted only to measure the *shape* of the cluster-size distribution.
+
+    **Feedback.** The usage the prior learns from is itself pulled towards
+    the prior by the KL term (and, for the losses' Sinkhorn, the losses
+    measure usage *before* balancing, otherwise the estimate would only read
+    back its own marginals). The estimate is therefore a fixed point of
+    data and prior, not an independent measurement of the data's cluster
+    sizes.
+
+    **State.** ``tau``, ``tau_fit``, ``usage_ema`` (prototype order, or rank
+    order with ``sort_before_ema``) and ``num_updates`` are registered
+    buffers: they are saved in checkpoints and restored on
+    resume, so a resumed run continues the same estimate. Every rank
+    receives the same global usage, so the buffers agree across ranks.
+
+    Args:
+        num_prototypes: K (>= 2); must equal the head's number of
+            prototypes (the EMA has one entry per prototype).
+        tau_init: Exponent before the first fit, in ``[tau_min, tau_max]``.
+            Defaults to 0.0 (uniform).
+        tau_min: Lower bound of the exponent, >= 0. Defaults to 0.0.
+        tau_max: Upper bound of the exponent, > ``tau_min``. Defaults to 2.0.
+        momentum: EMA momentum in [0, 1) (the fraction of the old average
+            kept per step; 0 fits every step's usage alone).
+            Defaults to 0.99.
+        sort_before_ema: Average sorted sizes (rank order) instead of
+            per-prototype sizes, see above. Defaults to False.
+    """
+
+    learns_from_usage = True
+
+    def __init__(self,
+                 num_prototypes: int,
+                 tau_init: float = 0.0,
+                 tau_min: float = 0.0,
+                 tau_max: float = 2.0,
+                 momentum: float = 0.99,
+                 sort_before_ema: bool = False) -> None:
+        super().__init__()
+        if (isinstance(num_prototypes, bool)
+                or not isinstance(num_prototypes, int) or num_prototypes < 2):
+            raise ValueError(
+                'AdaptivePowerLawPrior num_prototypes must be an int >= 2 '
+                f'but is {num_prototypes!r}.')
+        for name, value in (('tau_init', tau_init), ('tau_min', tau_min),
+                            ('tau_max', tau_max), ('momentum', momentum)):
+            if (isinstance(value, bool) or not isinstance(value, (int, float))
+                    or not math.isfinite(value)):
+                raise ValueError(f'AdaptivePowerLawPrior {name} must be a '
+                                 f'finite number but is {value!r}.')
+        if not 0 <= tau_min < tau_max:
+            raise ValueError(
+                'AdaptivePowerLawPrior needs 0 <= tau_min < tau_max, but '
+                f'tau_min={tau_min!r} and tau_max={tau_max!r}.')
+        if not tau_min <= tau_init <= tau_max:
+            raise ValueError(
+                f'AdaptivePowerLawPrior tau_init must be in [tau_min, '
+                f'tau_max] = [{tau_min}, {tau_max}] but is {tau_init!r}.')
+        if not 0 <= momentum < 1:
+            raise ValueError('AdaptivePowerLawPrior momentum must be in '
+                             f'[0, 1) but is {momentum!r}.')
+        self.num_prototypes = num_prototypes
+        self.tau_init = float(tau_init)
+        self.tau_min = float(tau_min)
+        self.tau_max = float(tau_max)
+        self.momentum = float(momentum)
+        self.sort_before_ema = bool(sort_before_ema)
+        f64 = torch.float64
+        self.register_buffer('tau', torch.tensor(self.tau_init, dtype=f64))
+        self.register_buffer('tau_fit', torch.tensor(self.tau_init,
+                                                     dtype=f64))
+        self.register_buffer('usage_ema', torch.zeros(num_prototypes,
+                                                      dtype=f64))
+        self.register_buffer('num_updates', torch.tensor(0,
+                                                         dtype=torch.int64))
+        self._out_of_bounds: Optional[bool] = None  # for the log only
+
+    def _check_num_prototypes(self, num_prototypes: int) -> None:
+        if num_prototypes != self.num_prototypes:
+            raise ValueError(
+                f'AdaptivePowerLawPrior has num_prototypes='
+                f'{self.num_prototypes} but is asked for {num_prototypes} '
+                'prototypes; set its num_prototypes to the head\'s.')
+
+    def weights(self, num_prototypes: int) -> np.ndarray:
+        """Return ``k ** -tau`` for ``k = 1..K`` with the current tau.
+
+        Args:
+            num_prototypes: The number of prototypes K.
+        """
+        self._check_num_prototypes(num_prototypes)
+        ranks = np.arange(1, num_prototypes + 1, dtype=np.float64)
+        return ranks**(-float(self.tau))
+
+    def forward(self,
+                num_prototypes: int,
+                dtype: torch.dtype = torch.float32,
+                device: Optional[torch.device] = None) -> Tensor:
+        """The prior with the current tau, computed on ``device`` (float64
+        math, no host synchronisation).
+
+        Args:
+            num_prototypes: The number of prototypes K.
+            dtype: dtype of the result. Defaults to torch.float32.
+            device: Device of the result; None is the CPU. Defaults to None.
+
+        Returns:
+            Tensor of shape (K,) summing to 1.
+        """
+        self._check_num_prototypes(num_prototypes)
+        device = torch.device('cpu') if device is None else device
+        tau = self.tau.to(device)
+        ranks = torch.arange(
+            1, num_prototypes + 1, dtype=torch.float64, device=device)
+        weights = ranks.pow(-tau)
+        return (weights / weights.sum()).to(dtype)
+
+    @torch.no_grad()
+    def update_usage(self, usage: Tensor) -> None:
+        """Update the usage EMA, refit and bound tau (one training step).
+
+        Args:
+            usage: Tensor of shape (K,), non-negative cluster sizes of this
+                step over the global batch (e.g. mean target
+                probabilities), in prototype order.
+        """
+        if usage.dim() != 1 or usage.shape[0] != self.num_prototypes:
+            raise ValueError(
+                'AdaptivePowerLawPrior usage must have shape (K,) with K = '
+                f'num_prototypes = {self.num_prototypes}, but has shape '
+                f'{tuple(usage.shape)}.')
+        usage = usage.detach().to(self.usage_ema)
+        finite, non_negative = torch.stack(
+            [torch.isfinite(usage).all(), (usage >= 0).all()]).tolist()
+        if not (finite and non_negative):
+            raise ValueError('AdaptivePowerLawPrior usage must be finite and '
+                             f'>= 0, but is {usage.tolist()}.')
+        if self.sort_before_ema:
+            usage = usage.sort(descending=True).values
+        self.usage_ema.mul_(self.momentum).add_(
+            usage, alpha=1.0 - self.momentum)
+        self.num_updates += 1
+        tau_fit, valid = fit_power_law_exponent(
+            self.usage_ema.sort(descending=True).values)
+        self.tau_fit.copy_(torch.where(valid, tau_fit, self.tau_fit))
+        self.tau.copy_(self.tau_fit.clamp(self.tau_min, self.tau_max))
+        self._log_bounds()
+
+    def statistics(self) -> Dict[str, Tensor]:
+        """``prior_tau`` (the exponent in use) and ``prior_tau_fit`` (the
+        unbounded least-squares fit)."""
+        return dict(prior_tau=self.tau.clone(), prior_tau_fit=self.tau_fit.clone())
+
+    def _log_bounds(self) -> None:
+        """Warn when the fit moves outside (or back inside) the bounds."""
+        fit = float(self.tau_fit)
+        out = not self.tau_min <= fit <= self.tau_max
+        if out != bool(self._out_of_bounds):
+            if out:
+                print_log(
+                    f'AdaptivePowerLawPrior: fitted tau {fit:.4f} is outside '
+                    f'[tau_min, tau_max] = [{self.tau_min}, {self.tau_max}]; '
+                    f'using tau = {float(self.tau):.4f}.',
+                    logger='current',
+                    level=logging.WARNING)
+            else:
+                print_log(
+                    f'AdaptivePowerLawPrior: fitted tau {fit:.4f} is back '
+                    f'inside [{self.tau_min}, {self.tau_max}].',
+                    logger='current',
+                    level=logging.INFO)
+        self._out_of_bounds = out
+
+    def extra_repr(self) -> str:
+        return (f'num_prototypes={self.num_prototypes}, '
+                f'tau={float(self.tau):.4f}, tau_min={self.tau_min}, '
+                f'tau_max={self.tau_max}, momentum={self.momentum}, '
+                f'sort_before_ema={self.sort_before_ema}')

@@ -1,0 +1,213 @@
+import io
+import math
+
+import numpy as np
+import pytest
+import torch
+from mmpretrain.registry import MODELS
+
+import pmsn_mm.models.priors.adaptive_power_law as adaptive_module
+from pmsn_mm.models.priors import (AdaptivePowerLawPrior, PowerLawPrior,
+                                   UniformPrior, fit_power_law_exponent)
+
+
+def _power_law(num_protos, tau):
+    w = torch.arange(1, num_protos + 1, dtype=torch.float64)**-tau
+    return w / w.sum()
+
+
+def _drawn_usage(num_protos, tau, batch, steps, seed=0):
+    """Per-step usage of ``batch`` samples drawn from a power law over the
+    clusters, the clusters held by randomly permuted prototypes."""
+    gen = torch.Generator().manual_seed(seed)
+    perm = torch.randperm(num_protos, generator=gen)
+    probs = _power_law(num_protos, tau)
+    for _ in range(steps):
+        idx = torch.multinomial(probs, batch, replacement=True, generator=gen)
+        yield torch.bincount(
+            perm[idx], minlength=num_protos).double() / batch
+
+
+# ------------------------------------------------------------------ the fit
+@pytest.mark.parametrize('tau', [0.0, 0.25, 0.5, 1.7])
+def test_fit_recovers_exact_power_law(tau):
+    fit, valid = fit_power_law_exponent(3.0 * _power_law(12, tau))
+    assert bool(valid)
+    assert fit.item() == pytest.approx(tau, abs=1e-12)
+
+
+def test_fit_equals_numpy_polyfit_and_skips_zero_ranks():
+    rng = np.random.default_rng(0)
+    usage = np.sort(rng.random(9))[::-1].copy()
+    usage[-2:] = 0.0  # unused prototypes: no logarithm, left out
+    slope = np.polyfit(np.log(np.arange(1, 8)), np.log(usage[:7]), 1)[0]
+    fit, valid = fit_power_law_exponent(torch.from_numpy(usage))
+    assert bool(valid)
+    assert fit.item() == pytest.approx(-slope, abs=1e-12)
+
+
+def test_fit_needs_two_positive_ranks():
+    fit, valid = fit_power_law_exponent(torch.tensor([1.0, 0.0, 0.0]))
+    assert not bool(valid) and math.isnan(fit.item())
+
+
+# ------------------------------------------------ the prior, learning online
+@pytest.mark.parametrize('num_protos, tau, batch', [(10, 0.5, 128),
+                                                    (10, 0.5, 1024),
+                                                    (100, 0.8, 1024),
+                                                    (10, 1.2, 256)])
+def test_fitted_tau_within_0_05_of_the_drawn_power_law(num_protos, tau, batch):
+    prior = MODELS.build(
+        dict(type='AdaptivePowerLawPrior', num_prototypes=num_protos))
+    for usage in _drawn_usage(num_protos, tau, batch, steps=800):
+        prior.update_usage(usage)
+    assert abs(prior.tau.item() - tau) < 0.05
+    assert prior.num_updates.item() == 800
+    # the prior is the power law with the fitted tau, by prototype index
+    torch.testing.assert_close(
+        prior(num_protos, torch.float64),
+        PowerLawPrior(prior.tau.item())(num_protos, torch.float64),
+        rtol=0, atol=1e-15)
+
+
+def test_sort_before_ema_is_unbiased_only_with_large_batches():
+    def fit(batch):
+        prior = AdaptivePowerLawPrior(10, sort_before_ema=True)
+        for usage in _drawn_usage(10, 0.5, batch, steps=800):
+            prior.update_usage(usage)
+        return prior.tau.item()
+
+    assert abs(fit(4096) - 0.5) < 0.05
+    # 32 samples a step: sorting the noisy counts steepens the fit
+    assert fit(32) > 0.6
+
+
+def test_ema_closed_form_and_first_step():
+    prior = AdaptivePowerLawPrior(4, tau_init=0.3, momentum=0.9)
+    torch.testing.assert_close(prior(4, torch.float64),
+                               _power_law(4, 0.3), rtol=0, atol=1e-15)
+    u1 = torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=torch.float64)
+    u2 = torch.tensor([0.4, 0.3, 0.2, 0.1], dtype=torch.float64)
+    prior.update_usage(u1)
+    prior.update_usage(u2)
+    expected = 0.9 * 0.1 * u1 + 0.1 * u2
+    torch.testing.assert_close(prior.usage_ema, expected, rtol=0, atol=1e-15)
+    slope = np.polyfit(np.log([1, 2, 3, 4]),
+                       np.log(np.sort(expected.numpy())[::-1]), 1)[0]
+    assert prior.tau_fit.item() == pytest.approx(-slope, abs=1e-12)
+    assert prior.statistics() == dict(
+        prior_tau=prior.tau, prior_tau_fit=prior.tau_fit)
+
+
+def test_unusable_usage_keeps_tau():
+    prior = AdaptivePowerLawPrior(3, tau_init=0.4)
+    prior.update_usage(torch.tensor([1.0, 0.0, 0.0]))
+    assert prior.tau.item() == 0.4 and prior.tau_fit.item() == 0.4
+    assert prior.num_updates.item() == 1
+
+
+def test_bounds_are_applied_and_logged(monkeypatch):
+    logged = []
+    monkeypatch.setattr(adaptive_module, 'print_log',
+                        lambda msg, **kw: logged.append(msg))
+    prior = AdaptivePowerLawPrior(6, tau_min=0.1, tau_max=1.0, tau_init=0.5,
+                                  momentum=0.0)
+    prior.update_usage(_power_law(6, 1.5))
+    assert prior.tau.item() == 1.0
+    assert prior.tau_fit.item() == pytest.approx(1.5, abs=1e-12)
+    assert len(logged) == 1 and 'fitted tau 1.5000 is outside' in logged[0]
+    assert '[0.1, 1.0]; using tau = 1.0000' in logged[0]
+    prior.update_usage(_power_law(6, 1.6))  # still outside: no new message
+    assert len(logged) == 1
+    prior.update_usage(torch.full((6, ), 1 / 6, dtype=torch.float64))
+    assert prior.tau.item() == 0.1
+    assert prior.tau_fit.item() == pytest.approx(0.0, abs=1e-12)
+    assert len(logged) == 1  # outside on the other side, still bounded
+    prior.update_usage(_power_law(6, 0.7))
+    assert prior.tau.item() == pytest.approx(0.7, abs=1e-12)
+    assert len(logged) == 2 and 'back inside' in logged[1]
+
+
+def test_state_survives_save_and_resume():
+    """Checkpoint after 30 steps, load into a fresh prior (torch.load with
+    weights_only, as mmengine's resume), continue: identical to one run."""
+    usages = list(_drawn_usage(8, 0.6, 64, steps=60, seed=1))
+    straight = AdaptivePowerLawPrior(8, momentum=0.95)
+    first = AdaptivePowerLawPrior(8, momentum=0.95)
+    for u in usages[:30]:
+        straight.update_usage(u)
+        first.update_usage(u)
+    buf = io.BytesIO()
+    torch.save(dict(state_dict=first.state_dict()), buf)
+    buf.seek(0)
+    saved = torch.load(buf, weights_only=True)['state_dict']
+    assert set(saved) == {'tau', 'tau_fit', 'usage_ema', 'num_updates'}
+    resumed = AdaptivePowerLawPrior(8, momentum=0.95)
+    assert resumed.tau.item() == 0.0
+    resumed.load_state_dict(saved)
+    assert resumed.tau.item() == first.tau.item() != 0.0
+    for u in usages[30:]:
+        straight.update_usage(u)
+        resumed.update_usage(u)
+    for name, value in straight.state_dict().items():
+        assert torch.equal(resumed.state_dict()[name], value), name
+    assert resumed.num_updates.item() == 60
+
+
+def test_forward_on_device_and_dtype():
+    prior = AdaptivePowerLawPrior(5, tau_init=0.5)
+    out = prior(5, torch.float32, torch.device('cpu'))
+    assert out.dtype == torch.float32 and out.device.type == 'cpu'
+    torch.testing.assert_close(out, _power_law(5, 0.5).float())
+    # weights() (the BasePrior API) agrees
+    w = prior.weights(5)
+    np.testing.assert_allclose(w / w.sum(), _power_law(5, 0.5).numpy())
+
+
+def test_fixed_priors_do_not_learn():
+    assert not UniformPrior.learns_from_usage
+    assert AdaptivePowerLawPrior.learns_from_usage
+    assert UniformPrior().statistics() == {}
+    with pytest.raises(NotImplementedError, match='UniformPrior is a fixed'):
+        UniformPrior().update_usage(torch.ones(3))
+
+
+# --------------------------------------------------------------- validation
+@pytest.mark.parametrize('kwargs, match', [
+    (dict(num_prototypes=1), 'num_prototypes must be an int >= 2 but is 1'),
+    (dict(num_prototypes=4.0), 'num_prototypes must be an int >= 2'),
+    (dict(num_prototypes=True), 'num_prototypes must be an int >= 2'),
+    (dict(tau_max=float('inf')), 'tau_max must be a finite number'),
+    (dict(tau_init=float('nan')), 'tau_init must be a finite number'),
+    (dict(momentum='0.9'), 'momentum must be a finite number'),
+    (dict(tau_min=-0.1), r'needs 0 <= tau_min < tau_max, but tau_min=-0.1'),
+    (dict(tau_min=1.0, tau_max=1.0), r'needs 0 <= tau_min < tau_max, but '
+     r'tau_min=1.0 and tau_max=1.0'),
+    (dict(tau_min=2.0, tau_max=1.0), r'needs 0 <= tau_min < tau_max'),
+    (dict(tau_init=2.5), r'tau_init must be in \[tau_min, tau_max\] = '
+     r'\[0.0, 2.0\] but is 2.5'),
+    (dict(momentum=1.0), r'momentum must be in \[0, 1\) but is 1.0'),
+    (dict(momentum=-0.1), r'momentum must be in \[0, 1\)'),
+])
+def test_invalid_settings(kwargs, match):
+    kwargs = dict(dict(num_prototypes=4), **kwargs)
+    with pytest.raises(ValueError, match='AdaptivePowerLawPrior ' + match):
+        AdaptivePowerLawPrior(**kwargs)
+
+
+def test_wrong_number_of_prototypes():
+    prior = AdaptivePowerLawPrior(4)
+    with pytest.raises(ValueError, match='num_prototypes=4 but is asked for '
+                       '5 prototypes'):
+        prior(5)
+    with pytest.raises(ValueError, match=r'usage must have shape \(K,\) with '
+                       r'K = num_prototypes = 4, but has shape \(5,\)'):
+        prior.update_usage(torch.ones(5))
+
+
+@pytest.mark.parametrize('bad', [-0.1, float('nan'), float('inf')])
+def test_invalid_usage(bad):
+    prior = AdaptivePowerLawPrior(3)
+    with pytest.raises(ValueError, match='usage must be finite and >= 0'):
+        prior.update_usage(torch.tensor([0.5, 0.5, bad]))
+    assert prior.num_updates.item() == 0  # nothing was updated
