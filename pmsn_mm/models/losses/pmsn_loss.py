@@ -18,6 +18,7 @@ from mmpretrain.registry import MODELS
 from torch import Tensor, nn
 
 from ..utils.dist import all_reduce_mean_with_grad, all_reduce_sum
+from ..utils.prior_cache import PriorCache
 from ..utils.sinkhorn import distributed_sinkhorn
 
 KL_DIRECTIONS = ('forward', 'reverse')
@@ -228,11 +229,7 @@ class PMSNLoss(nn.Module):
         if prior is None:
             prior = dict(type='UniformPrior')
         self.prior = MODELS.build(prior) if isinstance(prior, dict) else prior
-        # Prior probabilities per (K, device, dtype) and whether they are
-        # uniform; plain attributes, not buffers, so they are neither
-        # checkpointed nor broadcast by DDP. Learned priors are not cached.
-        self._prior_cache: Dict[tuple, Tensor] = {}
-        self._uniform_cache: Dict[tuple, bool] = {}
+        self._prior_cache = PriorCache(self.prior)
 
     def set_sharpen_temperature(self, temperature: float) -> None:
         """Set the target sharpening temperature (called by a hook).
@@ -256,13 +253,7 @@ class PMSNLoss(nn.Module):
         Returns:
             Tensor of shape (K,).
         """
-        if self.prior.learns_from_usage:
-            return self.prior(num_prototypes, dtype, device)
-        key = (num_prototypes, torch.device(device), dtype)
-        if key not in self._prior_cache:
-            probs = self.prior(num_prototypes, torch.float64)
-            self._prior_cache[key] = probs.to(device=device, dtype=dtype)
-        return self._prior_cache[key]
+        return self._prior_cache.probs(num_prototypes, device, dtype)
 
     def sinkhorn_marginal(self, prior: Tensor) -> Optional[Tensor]:
         """The ``col_marginal`` for Sinkhorn: None (MSN's uniform
@@ -275,12 +266,7 @@ class PMSNLoss(nn.Module):
         Returns:
             None or ``prior``.
         """
-        if self.prior.learns_from_usage:
-            return prior
-        key = (prior.shape[0], prior.device, prior.dtype)
-        if key not in self._uniform_cache:
-            self._uniform_cache[key] = bool(torch.all(prior == prior[0]))
-        return None if self._uniform_cache[key] else prior
+        return self._prior_cache.sinkhorn_marginal(prior)
 
     @staticmethod
     def _check_shapes(anchors: Tensor, targets: Tensor,

@@ -237,7 +237,8 @@ class AdaptivePowerLawPrior(BasePrior):
     def statistics(self) -> Dict[str, Tensor]:
         """``prior_tau`` (the exponent in use) and ``prior_tau_fit`` (the
         unbounded least-squares fit)."""
-        return dict(prior_tau=self.tau.clone(), prior_tau_fit=self.tau_fit.clone())
+        return dict(
+            prior_tau=self.tau.clone(), prior_tau_fit=self.tau_fit.clone())
 
     def _log_bounds(self) -> None:
         """Warn when the fit moves outside (or back inside) the bounds."""

@@ -1,6 +1,7 @@
 """Self-supervised algorithms."""
 from .data2vec import Data2VecVision
 from .pmsn import PMSN
+from .pswav import PSwAV
 from .vicreg import VICReg
 
-__all__ = ['Data2VecVision', 'PMSN', 'VICReg']
+__all__ = ['Data2VecVision', 'PMSN', 'PSwAV', 'VICReg']

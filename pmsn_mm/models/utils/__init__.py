@@ -7,13 +7,15 @@ from .dist import (all_reduce_mean_with_grad, all_reduce_sum,
 from .patch_drop import (drop_patch_tokens, forward_with_patch_drop,
                          num_kept_tokens, random_keep_indices,
                          supports_patch_drop, vit_forward_with_patch_drop)
-from .sinkhorn import distributed_sinkhorn
+from .prior_cache import PriorCache
+from .sinkhorn import check_col_marginal, distributed_sinkhorn
 
 __all__ = [
     'BatchAugmentPreprocessor', 'color_jitter', 'resized_crop_flip',
     'sample_crop_boxes',
     'all_reduce_mean_with_grad', 'all_reduce_sum', 'concat_all_gather',
-    'get_world_size', 'distributed_sinkhorn', 'drop_patch_tokens',
+    'get_world_size', 'PriorCache', 'check_col_marginal',
+    'distributed_sinkhorn', 'drop_patch_tokens',
     'forward_with_patch_drop', 'num_kept_tokens', 'random_keep_indices',
     'supports_patch_drop', 'vit_forward_with_patch_drop'
 ]

@@ -36,6 +36,19 @@ def check_col_marginal(col_marginal: Tensor, num_protos: int) -> None:
                          f'{MARGINAL_SUM_TOL}), but sums to {total}.')
 
 
+def _check_proto_mass(proto_mass: Tensor) -> None:
+    """A prototype without mass cannot be given any: raise, not NaN."""
+    if not bool((proto_mass > 0).all()):
+        empty = torch.nonzero(~(proto_mass.flatten() > 0)).flatten()
+        empty = empty.tolist()
+        raise ValueError(
+            f'distributed_sinkhorn: prototypes {empty} have zero (or NaN) '
+            'total mass over the global batch, so no scaling can give them '
+            'their marginal (the output would be NaN). Their inputs '
+            'underflowed: raise the sharpening temperature / epsilon, or '
+            'compute in float64.')
+
+
 @torch.no_grad()
 def distributed_sinkhorn(probs: Tensor,
                          num_iters: int = 3,
@@ -70,7 +83,9 @@ def distributed_sinkhorn(probs: Tensor,
 
     Args:
         probs: Tensor of shape (B_local, K), non-negative, e.g. sharpened
-            target probabilities or ``exp(scores / epsilon)``. Not modified.
+            target probabilities or ``exp(scores / epsilon)``; every
+            prototype needs positive total mass over the global batch
+            (checked once, on the first iteration). Not modified.
         num_iters: Number of Sinkhorn iterations, >= 1. Defaults to 3.
         col_marginal: Tensor of shape (K,): the target share of each
             prototype, all entries > 0, summing to 1 (within
@@ -96,10 +111,13 @@ def distributed_sinkhorn(probs: Tensor,
         marginal = (marginal / marginal.sum()).unsqueeze(1)  # (K, 1)
 
     q /= all_reduce_sum(q.sum())
-    for _ in range(num_iters):
+    for it in range(num_iters):
         # Each prototype gets total mass col_marginal[k] (1 / K) over the
         # global batch.
-        q /= all_reduce_sum(q.sum(dim=1, keepdim=True))
+        proto_mass = all_reduce_sum(q.sum(dim=1, keepdim=True))
+        if it == 0:
+            _check_proto_mass(proto_mass)
+        q /= proto_mass
         if col_marginal is None:
             q /= num_protos
         else:

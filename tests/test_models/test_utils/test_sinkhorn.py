@@ -174,3 +174,12 @@ def test_sinkhorn_float32_prior_is_cast_to_probs_dtype():
 def test_sinkhorn_invalid_col_marginal(prior, match):
     with pytest.raises(ValueError, match=match):
         distributed_sinkhorn(_positive(), col_marginal=prior)
+
+
+@pytest.mark.parametrize('prior', [None, _power_law(4)])
+def test_sinkhorn_prototype_without_mass_raises(prior):
+    probs = _positive()
+    probs[:, 2] = 0.0  # e.g. underflowed sharpened probabilities
+    with pytest.raises(ValueError, match=r'prototypes \[2\] have zero \(or '
+                       r'NaN\) total mass over the global batch'):
+        distributed_sinkhorn(probs, col_marginal=prior)
