@@ -1,0 +1,146 @@
+"""Prior-aware losses on 2 gloo ranks equal 1 process on the whole batch:
+PMSNLoss with Sinkhorn towards a power law, PMSNLoss and PSwAVLoss with an
+AdaptivePowerLawPrior (same estimate on every rank), PSwAVLoss with a power
+law."""
+import os
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn.functional as F
+
+from pmsn_mm.models.losses import PMSNLoss, PSwAVLoss
+from tests._dist import free_port
+
+WORLD_SIZE = 2
+LOCAL_BATCH = 4
+NUM_VIEWS = 2  # PMSN anchor views; PSwAV crops
+DIM, NUM_PROTOS = 6, 8
+ADAPTIVE = dict(type='AdaptivePowerLawPrior', num_prototypes=NUM_PROTOS,
+                tau_init=0.2, momentum=0.5)
+PMSN_CONFIGS = [
+    dict(use_sinkhorn=True, sinkhorn_iterations=5,
+         prior=dict(type='PowerLawPrior', tau=0.7)),
+    dict(use_sinkhorn=True, prior=ADAPTIVE),
+    dict(prior=ADAPTIVE, kl_direction='reverse'),
+]
+PSWAV_CONFIGS = [
+    dict(prior=dict(type='PowerLawPrior', tau=0.7)),
+    dict(prior=ADAPTIVE),
+]
+STEPS = 2
+
+
+def _global_inputs():
+    gen = torch.Generator().manual_seed(0)
+    batch = WORLD_SIZE * LOCAL_BATCH
+    prototypes = torch.randn(
+        NUM_PROTOS, DIM, generator=gen, dtype=torch.float64)
+    # rank 1's targets sit near the last prototypes: per-rank usage differs
+    targets = torch.randn(batch, DIM, generator=gen, dtype=torch.float64)
+    targets[LOCAL_BATCH:] += 2 * prototypes[NUM_PROTOS // 2:].mean(dim=0)
+    anchors = torch.randn(
+        NUM_VIEWS * batch, DIM, generator=gen, dtype=torch.float64)
+    return anchors, targets, prototypes
+
+
+def _local_rows(rank):
+    """Rows of view-/crop-major global inputs that belong to ``rank``."""
+    batch = WORLD_SIZE * LOCAL_BATCH
+    return torch.cat([
+        torch.arange(v * batch + rank * LOCAL_BATCH,
+                     v * batch + (rank + 1) * LOCAL_BATCH)
+        for v in range(NUM_VIEWS)
+    ])
+
+
+def _run_pmsn(anchors, targets, prototypes, cfg):
+    loss = PMSNLoss(**cfg)
+    outs, grads = [], []
+    for _ in range(STEPS):
+        a = anchors.clone().requires_grad_(True)
+        p = prototypes.clone().requires_grad_(True)
+        out = loss(a, targets, p)
+        sum(v for k, v in out.items() if 'loss' in k).backward()
+        outs.append({k: v.detach() for k, v in out.items()})
+        grads.append(p.grad)
+    return outs, grads, loss.prior.state_dict()
+
+
+def _run_pswav(x, prototypes, cfg):
+    loss = PSwAVLoss(feat_dim=DIM, num_prototypes=NUM_PROTOS,
+                     num_crops=[NUM_VIEWS], **cfg).double()
+    loss.prototypes.weight.data.copy_(prototypes)
+    outs, grads = [], []
+    for _ in range(STEPS):
+        loss.prototypes.weight.grad = None
+        out = loss(x)
+        out['loss_swav'].backward()
+        outs.append({k: v.detach() for k, v in out.items()})
+        grads.append(loss.prototypes.weight.grad.clone())
+    return outs, grads, loss.prior.state_dict()
+
+
+def _worker(rank, port, out_dir):
+    torch.set_num_threads(1)
+    dist.init_process_group(
+        'gloo',
+        init_method=f'tcp://127.0.0.1:{port}',
+        rank=rank,
+        world_size=WORLD_SIZE)
+    try:
+        anchors, targets, prototypes = _global_inputs()
+        anchors = anchors[_local_rows(rank)]
+        targets = targets[rank * LOCAL_BATCH:(rank + 1) * LOCAL_BATCH]
+        result = dict(
+            pmsn=[_run_pmsn(anchors, targets, prototypes, cfg)
+                  for cfg in PMSN_CONFIGS],
+            pswav=[_run_pswav(F.normalize(anchors), prototypes, cfg)
+                   for cfg in PSWAV_CONFIGS])
+        torch.save(result, os.path.join(out_dir, f'rank{rank}.pt'))
+    finally:
+        dist.destroy_process_group()
+
+
+def _compare(ranks, whole, loss_keys):
+    (outs, grads, prior_state) = whole
+    for step in range(STEPS):
+        per_rank = [r[0][step] for r in ranks]
+        for key, value in outs[step].items():
+            if key in loss_keys:  # local means: their mean is the global one
+                torch.testing.assert_close(
+                    torch.stack([o[key] for o in per_rank]).mean(), value)
+            else:  # global statistics: the same on every rank
+                for o in per_rank:
+                    torch.testing.assert_close(o[key], value)
+        # DDP averages parameter gradients over ranks
+        torch.testing.assert_close(
+            torch.stack([r[1][step] for r in ranks]).mean(dim=0),
+            grads[step])
+    # learned priors: every rank holds the 1-process estimate
+    for r in ranks:
+        assert set(r[2]) == set(prior_state)
+        for name, value in prior_state.items():
+            torch.testing.assert_close(r[2][name], value)
+
+
+def test_two_ranks_equal_one_process(tmp_path):
+    mp.spawn(
+        _worker,
+        args=(free_port(), str(tmp_path)),
+        nprocs=WORLD_SIZE,
+        join=True)
+    ranks = [torch.load(tmp_path / f'rank{r}.pt') for r in range(WORLD_SIZE)]
+    anchors, targets, prototypes = _global_inputs()
+    for i, cfg in enumerate(PMSN_CONFIGS):
+        whole = _run_pmsn(anchors, targets, prototypes, cfg)
+        _compare([r['pmsn'][i] for r in ranks], whole,
+                 ('loss_ce', 'loss_entropy'))
+        if cfg['prior'] is ADAPTIVE:
+            assert whole[2]['num_updates'].item() == STEPS
+            assert whole[0][-1]['prior_tau'].item() != 0.2
+    for i, cfg in enumerate(PSWAV_CONFIGS):
+        whole = _run_pswav(F.normalize(anchors), prototypes, cfg)
+        _compare([r['pswav'][i] for r in ranks], whole, ('loss_swav', ))
+        if cfg['prior'] is ADAPTIVE:
+            assert whole[2]['num_updates'].item() == STEPS
