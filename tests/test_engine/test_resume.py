@@ -77,3 +77,46 @@ def test_cli_auto_resume(tmp_path):
     log = out.stdout + out.stderr
     assert 'resumed epoch: 0, iter: 2' in log
     assert torch.load(osp.join(work_dir, 'iter_3.pth'))['meta']['iter'] == 3
+
+
+def test_resume_continues_the_adaptive_prior_estimate(tmp_path):
+    """AdaptivePowerLawPrior's buffers travel in the checkpoint: a resumed
+    run starts from the saved estimate and keeps counting updates."""
+    path = osp.join(REPO, 'configs', 'pmsn', 'pmsn_vit-mini-p4_1xb128-50e-'
+                    'cpu_shapes-digits-adaptive-power-law.py')
+
+    def tiny(max_iters, name):
+        cfg = Config.fromfile(path)
+        cfg.work_dir = str(tmp_path / 'work')
+        cfg.experiment_name = name
+        cfg.train_cfg.max_iters = max_iters
+        cfg.train_dataloader.batch_size = 16
+        cfg.train_dataloader.dataset.num_samples = 64
+        cfg.custom_hooks = [h for h in cfg.custom_hooks
+                            if h.type != 'KNNEvalHook']
+        cfg.default_hooks.checkpoint.interval = 2
+        # momentum 0 makes the estimate change visibly every step
+        cfg.model.head.loss.prior.momentum = 0.0
+        return cfg
+
+    Runner.from_cfg(tiny(2, 'first')).train()
+    saved = torch.load(osp.join(str(tmp_path / 'work'), 'iter_2.pth'))
+    prefix = 'head.loss_module.prior.'
+    saved_prior = {k[len(prefix):]: v for k, v in saved['state_dict'].items()
+                   if k.startswith(prefix)}
+    assert set(saved_prior) == {'tau', 'tau_fit', 'usage_ema', 'num_updates'}
+    assert saved_prior['num_updates'].item() == 2
+    assert saved_prior['usage_ema'].sum().item() > 0
+
+    cfg = tiny(4, 'resumed')
+    cfg.resume = True
+    cfg.load_from = osp.join(str(tmp_path / 'work'), 'iter_2.pth')
+    runner = Runner.from_cfg(cfg)
+    capture = _CaptureAtStart()
+    runner.register_hook(capture)
+    runner.train()
+    for name, value in saved_prior.items():
+        assert torch.equal(capture.state[prefix + name], value), name
+    prior = runner.model.head.loss_module.prior
+    assert prior.num_updates.item() == 4
+    assert not torch.equal(prior.usage_ema, saved_prior['usage_ema'])

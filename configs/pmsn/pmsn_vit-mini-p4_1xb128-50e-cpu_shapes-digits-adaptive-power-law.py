@@ -1,0 +1,18 @@
+# The CPU toy PMSN job with a power-law prior whose exponent is learned from
+# the data: AdaptivePowerLawPrior starts uniform (tau 0) and refits tau after
+# every step from the EMA of the target usage (log-log least squares, bounded
+# to [0, 2]); the digits follow tau 0.5. `prior_tau` / `prior_tau_fit` are
+# logged with the losses. Everything else is inherited from the toy job.
+_base_ = './pmsn_vit-mini-p4_1xb128-50e-cpu_shapes-digits-power-law.py'
+
+model = dict(
+    head=dict(
+        loss=dict(
+            prior=dict(
+                _delete_=True,
+                type='AdaptivePowerLawPrior',
+                num_prototypes=_base_.num_prototypes,
+                tau_init=0.0,
+                tau_min=0.0,
+                tau_max=2.0,
+                momentum=0.99))))

@@ -1,0 +1,15 @@
+# SwAV on ImageNet-1K through PSwAV with the uniform prior: mmpretrain's SwAV
+# recipe (ResNet-50, 2 x 224 + 6 x 96 crops, 3000 prototypes, epsilon 0.05,
+# queue of 3840 from epoch 15, LARS, 200 epochs), unchanged except that the
+# codes come from pmsn_mm's distributed Sinkhorn (prototype sums all-reduced
+# every iteration, as in the official SwAV).
+_base_ = 'mmpretrain::swav/swav_resnet50_8xb32-mcrop-coslr-200e_in1k-224px-96px.py'
+custom_imports = dict(imports=['pmsn_mm'], allow_failed_imports=False)
+
+model = dict(
+    type='PSwAV',
+    head=dict(
+        loss=dict(
+            type='PSwAVLoss',
+            num_prototypes=3000,
+            prior=dict(type='UniformPrior'))))

@@ -1,0 +1,93 @@
+"""The toy configs of the prior study beyond PMSN's KL term -- PMSN with
+Sinkhorn towards the power law, PMSN with the adaptive power law, PSwAV --
+inherit the toy PMSN job and each run 2 iterations."""
+import json
+import os.path as osp
+
+import pytest
+import torch
+from mmengine.config import Config
+from mmengine.runner import Runner
+
+from tests._configs import CONFIGS
+
+TOY = osp.join(CONFIGS, 'pmsn',
+               'pmsn_vit-mini-p4_1xb128-50e-cpu_shapes-digits-power-law.py')
+SINKHORN = osp.join(
+    CONFIGS, 'pmsn',
+    'pmsn_vit-mini-p4_1xb128-50e-cpu_shapes-digits-sinkhorn-power-law.py')
+ADAPTIVE = osp.join(
+    CONFIGS, 'pmsn',
+    'pmsn_vit-mini-p4_1xb128-50e-cpu_shapes-digits-adaptive-power-law.py')
+PSWAV = osp.join(
+    CONFIGS, 'pswav',
+    'pswav_vit-mini-p4_1xb128-50e-cpu_shapes-digits-power-law.py')
+
+
+def _tiny(path, work_dir):
+    cfg = Config.fromfile(path)
+    cfg.work_dir = str(work_dir)
+    cfg.train_cfg.max_iters = 2
+    cfg.train_dataloader.batch_size = 16
+    cfg.train_dataloader.dataset.num_samples = 64
+    cfg.default_hooks.logger.interval = 1
+    for hook in cfg.custom_hooks:
+        if hook.type == 'KNNEvalHook':
+            hook.train_dataset.num_samples = 100
+            hook.test_dataset.num_samples = 40
+    return cfg
+
+
+def test_toy_configs_inherit_the_toy_job():
+    toy = Config.fromfile(TOY)
+    for path in (SINKHORN, ADAPTIVE, PSWAV):
+        cfg = Config.fromfile(path)
+        assert cfg.train_dataloader == toy.train_dataloader, path
+        assert cfg.param_scheduler == toy.param_scheduler, path
+        assert cfg.model.data_preprocessor == toy.model.data_preprocessor
+        knn = [h for h in cfg.custom_hooks if h.type == 'KNNEvalHook']
+        assert knn == [h for h in toy.custom_hooks
+                       if h.type == 'KNNEvalHook'], path
+    pswav = Config.fromfile(PSWAV)
+    expected = dict(toy.model.backbone, out_type='featmap')
+    assert pswav.model.backbone == expected
+    assert pswav.model.head.loss.num_prototypes == \
+        toy.model.head.num_prototypes
+    assert pswav.model.head.loss.prior == toy.model.head.loss.prior
+    assert 'TargetMomentumHook' not in [h.type for h in pswav.custom_hooks]
+    sinkhorn = Config.fromfile(SINKHORN)
+    assert sinkhorn.model.head.loss.use_sinkhorn is True
+    assert sinkhorn.model.head.loss.prior == toy.model.head.loss.prior
+    adaptive = Config.fromfile(ADAPTIVE).model.head.loss.prior
+    assert adaptive.type == 'AdaptivePowerLawPrior'
+    assert adaptive.num_prototypes == toy.model.head.num_prototypes
+
+
+@pytest.mark.parametrize('path, keys', [
+    (SINKHORN, ('loss_ce', 'loss_prior', 'num_prototypes_used')),
+    (ADAPTIVE, ('loss_ce', 'loss_prior', 'prior_tau', 'prior_tau_fit')),
+    (PSWAV, ('loss_swav', 'num_prototypes_used', 'codes_prior_kl')),
+], ids=['sinkhorn', 'adaptive', 'pswav'])
+def test_toy_config_runs_two_iterations(path, keys, tmp_path):
+    runner = Runner.from_cfg(_tiny(path, tmp_path))
+    runner.train()
+    assert runner.iter == 2
+    hub = runner.message_hub
+    for key in keys:
+        value = hub.get_scalar(f'train/{key}').current()
+        assert torch.isfinite(torch.tensor(value)), key
+    results = json.load(open(osp.join(str(tmp_path), 'knn.json')))
+    assert 0 <= results['digit_label'] <= 100
+    ckpt = torch.load(osp.join(str(tmp_path), 'iter_2.pth'))
+    if path == ADAPTIVE:
+        prior = runner.model.head.loss_module.prior
+        assert prior.num_updates.item() == 2
+        state = ckpt['state_dict']
+        assert state['head.loss_module.prior.num_updates'].item() == 2
+        assert torch.equal(state['head.loss_module.prior.tau'], prior.tau)
+        assert hub.get_scalar('train/prior_tau').current() == pytest.approx(
+            prior.tau.item())
+    if path == PSWAV:
+        # SwAVHook froze the prototypes (first epoch): unchanged by training
+        w = runner.model.head.loss_module.prototypes.weight
+        assert w.requires_grad is False
