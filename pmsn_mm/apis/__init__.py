@@ -9,12 +9,14 @@ from .analysis import (chance_agreement, contingency, cosine_knn,
                        top_samples_per_prototype, two_clusters, usage_counts)
 from .inference import (build_dataset, dataset_config, dataset_labels,
                         extract_features, load_image, load_model,
+                        neck_embeddings, prototype_matrix,
                         prototype_probabilities)
 
 __all__ = [
     'build_dataset', 'chance_agreement', 'contingency', 'cosine_knn',
     'dataset_config', 'dataset_labels', 'extract_features', 'load_image',
-    'load_model', 'neighbor_agreement', 'prototype_probabilities',
+    'load_model', 'neck_embeddings', 'neighbor_agreement',
+    'prototype_matrix', 'prototype_probabilities',
     'save_image_grid', 'top_samples_per_prototype', 'two_clusters',
     'usage_counts'
 ]

@@ -13,7 +13,7 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
-from pmsn_mm.evaluation.functional import batch_features
+from pmsn_mm.evaluation.functional import batch_features, last_output
 from pmsn_mm.models.losses import prototype_log_probabilities
 
 STAGES = ('backbone', 'neck')
@@ -175,20 +175,62 @@ def extract_features(model: nn.Module,
     return torch.cat(feats)
 
 
+def prototype_matrix(model: nn.Module) -> Tensor:
+    """The prototypes of a prototype model, shape (K, D): ``head.prototypes``
+    (PMSN) or the loss's ``prototypes.weight`` (SwAV, PSwAV).
+
+    Args:
+        model: A PMSN- or SwAV-style model.
+
+    Returns:
+        Tensor of shape (K, D) (the parameter itself).
+    """
+    prototypes = getattr(model.head, 'prototypes', None)
+    if prototypes is None:
+        layer = getattr(model.head.loss_module, 'prototypes', None)
+        prototypes = getattr(layer, 'weight', None)
+    if not isinstance(prototypes, Tensor):
+        raise AttributeError(
+            f'{type(model).__name__} has neither head.prototypes (PMSN) nor '
+            'head.loss_module.prototypes.weight (SwAV).')
+    return prototypes
+
+
+def neck_embeddings(model: nn.Module, feats: Tensor) -> Tensor:
+    """Embeddings compared with the prototypes, from pooled backbone
+    features: ``neck(feats)`` (last output) for necks on feature vectors
+    (``MSNProjector``); ``SwAVNeck`` pools inside its ``forward``, so its
+    projection (``forward_projection``) is applied to the pooled features.
+
+    Args:
+        model: A model with a ``neck``.
+        feats: Tensor of shape (B, C), pooled last backbone output.
+
+    Returns:
+        Tensor of shape (B, D).
+    """
+    projection = getattr(model.neck, 'forward_projection', None)
+    if projection is not None:
+        return projection(feats)
+    return last_output(model.neck(feats))
+
+
 @torch.no_grad()
 def prototype_probabilities(model: nn.Module, embeddings: Tensor) -> Tensor:
     """Prototype probabilities of neck embeddings, as the PMSN loss computes
-    them (its temperature and label smoothing).
+    them (its temperature and label smoothing); for SwAV-style models the
+    predicted assignments ``softmax(cos / temperature)``.
 
     Args:
-        model: A model with ``head.prototypes`` and ``head.loss_module``.
+        model: A model with prototypes (see :func:`prototype_matrix`) and
+            ``head.loss_module.temperature``.
         embeddings: Tensor of shape (N, D).
 
     Returns:
         Tensor of shape (N, K).
     """
     loss = model.head.loss_module
-    prototypes = model.head.prototypes.detach().float().cpu()
+    prototypes = prototype_matrix(model).detach().float().cpu()
     return prototype_log_probabilities(embeddings.float().cpu(), prototypes,
                                        loss.temperature,
                                        getattr(loss, 'label_smoothing',

@@ -87,3 +87,57 @@ def test_mean_std_and_schedule_scaling():
 def test_unknown_prior_is_refused():
     with pytest.raises(SystemExit):
         study.parse_args([CONFIG, '--priors', 'zipf'])
+
+
+PSWAV = osp.join(CONFIGS, 'pswav',
+                 'pswav_vit-mini-p4_1xb128-50e-cpu_shapes-digits-power-law.py')
+ADAPTIVE = osp.join(
+    CONFIGS, 'pmsn',
+    'pmsn_vit-mini-p4_1xb128-50e-cpu_shapes-digits-adaptive-power-law.py')
+
+
+def test_adaptive_prior_choice_keeps_or_builds_the_prior():
+    args = study.parse_args([CONFIG, '--priors', 'adaptive'])
+    built = study.make_config(args, 'adaptive', 'forward', 0)
+    assert built.model.head.loss.prior == dict(
+        type='AdaptivePowerLawPrior', num_prototypes=10)
+    args = study.parse_args([ADAPTIVE, '--priors', 'adaptive'])
+    own = study.make_config(args, 'adaptive', 'forward', 0)
+    assert own.model.head.loss.prior.momentum == 0.99  # the config's
+    with pytest.raises(ValueError, match='--priors power-law uses the '
+                       "config's prior"):
+        study.make_config(args, 'power-law', 'forward', 0)
+    args = study.parse_args([PSWAV, '--priors', 'adaptive'])
+    pswav = study.make_config(args, 'adaptive', 'forward', 0)
+    assert pswav.model.head.loss.prior.num_prototypes == 10
+    assert 'kl_direction' not in pswav.model.head.loss
+    with pytest.raises(ValueError, match='--kl-directions reverse needs a '
+                       'PMSN config, but the loss is PSwAVLoss'):
+        study.make_config(args, 'adaptive', 'reverse', 0)
+
+
+def test_study_runs_pswav_with_fixed_and_adaptive_priors(tmp_path):
+    out = study.main([
+        PSWAV, '--seeds', '0', '--priors', 'power-law', 'adaptive',
+        '--max-iters', '3', '--eval-interval', '2', '--curve-samples', '50',
+        '--k', '5', '--num-refs', '2', '--num-neighbors', '3',
+        '--work-dir', str(tmp_path), '--cfg-options', *TINY
+    ])
+    runs = out['runs']
+    assert set(runs) == {'untrained encoder', 'power-law', 'adaptive'}
+    fixed, adaptive = runs['power-law'][0], runs['adaptive'][0]
+    assert fixed['prior_tau'] == 0.5
+    assert 0.0 <= adaptive['prior_tau'] <= 2.0
+    # the reported prior is the learned one
+    ranks = np.arange(1, 11.0)
+    weights = ranks**-adaptive['prior_tau']
+    np.testing.assert_allclose(adaptive['prior_sorted'],
+                               weights / weights.sum())
+    assert [p['iter'] for p in adaptive['curve']] == [0, 2]
+    assert adaptive['curve'][0]['prior_tau'] == 0.0  # tau_init, untrained
+    for r in (fixed, adaptive):
+        assert 0 <= r['knn_digit_backbone'] <= 100
+        assert sum(r['usage_sorted']) == pytest.approx(1.0)
+    assert '| adaptive | 1 |' in out['table']
+    assert 'prior tau' in out['table']
+    assert (tmp_path / 'fig3_adaptive.png').read_bytes()[:8] == PNG_HEADER

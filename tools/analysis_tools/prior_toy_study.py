@@ -1,6 +1,6 @@
 """Paper §5.1 / Fig. 3 study: which feature does each cluster prior keep?
 
-Trains the given PMSN toy config once per (prior, seed) with mmengine's
+Trains the given toy config once per (prior, seed) with mmengine's
 Runner, then, for every run, measures on the toy set's two labels (the
 power-law digit and the uniform background):
 
@@ -16,6 +16,15 @@ power-law digit and the uniform background):
   with each label, and a collapse indicator (std of the normalised
   embeddings times sqrt(D): 1 for isotropic, 0 for collapsed).
 
+Priors: ``power-law`` and ``adaptive`` use the config's ``PowerLawPrior`` /
+``AdaptivePowerLawPrior``; ``adaptive`` on a config with another prior uses
+``AdaptivePowerLawPrior(num_prototypes=K)`` with its defaults; ``uniform``
+replaces the config's prior. The fitted exponent of adaptive runs is
+reported as ``prior_tau`` (final) and in the curves. Configs: PMSN (with or
+without Sinkhorn) and PSwAV (``configs/pswav``; it has no EMA target, so its
+"target" curves repeat the online encoder; ``--kl-directions`` must be
+``forward``).
+
 Writes ``<work-dir>/results.json``, ``table.md`` (mean ± std over seeds),
 ``curves_<prior>.png`` and a Figure-3 style ``fig3_<prior>.png`` (reference
 test images and their nearest training neighbours on backbone features,
@@ -25,6 +34,10 @@ Examples:
     python tools/analysis_tools/prior_toy_study.py \\
         configs/pmsn/pmsn_vit-mini-p4_1xb128-50e-cpu_shapes-digits-power-law.py \\
         --seeds 0 1 2 --work-dir work_dirs/prior_toy_study
+    # the learned exponent next to the fixed priors
+    python tools/analysis_tools/prior_toy_study.py \\
+        configs/pmsn/pmsn_vit-mini-p4_1xb128-50e-cpu_shapes-digits-power-law.py \\
+        --priors power-law uniform adaptive --work-dir work_dirs/prior_adaptive
     # paper scale on one GPU
     python tools/analysis_tools/prior_toy_study.py \\
         configs/pmsn/pmsn_vit-tiny-p4_1xb1024-300e_shapes-digits-power-law.py \\
@@ -44,6 +57,8 @@ import numpy as np
 PRIORS = {
     'power-law': None,  # the config's PowerLawPrior (tau from the config)
     'uniform': dict(type='UniformPrior'),
+    # the config's AdaptivePowerLawPrior, or one with default settings
+    'adaptive': dict(type='AdaptivePowerLawPrior'),
 }
 KL_DIRECTIONS = ('forward', 'reverse')
 LABELS = ('digit', 'background')
@@ -117,13 +132,22 @@ def make_config(args: argparse.Namespace, prior: str, direction: str,
     if args.max_iters is not None:
         scale_schedule(cfg, args.max_iters)
     loss = cfg.model.head.loss
-    if PRIORS[prior] is not None:
+    own = loss.get('prior', {}).get('type')
+    if prior == 'adaptive' and own != 'AdaptivePowerLawPrior':
+        num_prototypes = cfg.model.head.get('num_prototypes',
+                                            loss.get('num_prototypes'))
+        loss.prior = dict(PRIORS[prior], num_prototypes=num_prototypes)
+    elif prior not in ('power-law', 'adaptive'):
         loss.prior = copy.deepcopy(PRIORS[prior])
-    elif loss.get('prior', {}).get('type') != 'PowerLawPrior':
+    elif prior == 'power-law' and own != 'PowerLawPrior':
         raise ValueError(
             f'--priors power-law uses the config\'s prior, but {args.config} '
             f'has {loss.get("prior")}; pass a PowerLawPrior config.')
-    loss.kl_direction = direction
+    if direction != 'forward':
+        if loss.type != 'PMSNLoss':
+            raise ValueError(f'--kl-directions {direction} needs a PMSN '
+                             f'config, but the loss is {loss.type}.')
+        loss.kl_direction = direction
     cfg.randomness = dict(seed=seed, deterministic=False)
     cfg.work_dir = osp.join(args.work_dir, run_name(prior, direction),
                             f'seed{seed}')
@@ -157,21 +181,25 @@ class _Probe:
         self.batch_size = batch_size
 
     def encode(self, images, target: bool = False):
-        """Backbone CLS and projector features of normalised images."""
+        """Backbone (CLS, or pooled map) and projector features of
+        normalised images; ``target`` uses the EMA target encoder when the
+        model has one (PMSN), else the online one (PSwAV)."""
         import torch
+        from pmsn_mm.apis import neck_embeddings
+        from pmsn_mm.evaluation.functional import last_output, pooled
         model = self.model
         outs_b, outs_n = [], []
         for s in range(0, len(images), self.batch_size):
             x = images[s:s + self.batch_size]
-            if target:
+            if target and hasattr(model, 'target_net'):
                 net = model.target_net.module
                 feat = net[0](x)[-1]
                 outs_b.append(feat)
                 outs_n.append(net[1](feat)[0])
             else:
-                feat = model.extract_feat(x)
+                feat = pooled(last_output(model.extract_feat(x)))
                 outs_b.append(feat)
-                outs_n.append(model.neck(feat)[0])
+                outs_n.append(neck_embeddings(model, feat))
         return torch.cat(outs_b), torch.cat(outs_n)
 
     def probabilities(self, emb):
@@ -181,9 +209,17 @@ class _Probe:
 
     def prior(self):
         import torch
+        from pmsn_mm.apis import prototype_matrix
         loss = self.model.head.loss_module
-        return loss.prior_probs(self.model.head.num_prototypes,
-                                torch.device('cpu'), torch.float64)
+        return loss.prior_probs(
+            prototype_matrix(self.model).shape[0], torch.device('cpu'),
+            torch.float64)
+
+    def prior_tau(self) -> Optional[float]:
+        """The exponent of a (fixed or learned) power-law prior, else None.
+        """
+        tau = getattr(self.model.head.loss_module.prior, 'tau', None)
+        return None if tau is None else float(tau)
 
 
 def dataset_tensor(dataset, preprocessor, device):
@@ -258,6 +294,8 @@ def evaluate(model, memory, queries, k: int) -> dict:
             assignment_stats(probe.probabilities(mem_n), probe.prior(),
                              memory[1]))
         out['collapse_indicator'] = collapse_indicator(mem_n)
+        if probe.prior_tau() is not None:
+            out['prior_tau'] = probe.prior_tau()
     model.train(was_training)
     return out, mem_b.cpu(), qry_b.cpu()
 
@@ -275,7 +313,10 @@ def curve_point(model, images, labels, iteration: int) -> dict:
         online = assignment_stats(probe.probabilities(emb), prior, labels)
         target = assignment_stats(probe.probabilities(emb_t), prior, labels)
     model.train(was_training)
+    point = dict(prior_tau=probe.prior_tau()) \
+        if probe.prior_tau() is not None else {}
     return dict(
+        point,
         iter=iteration,
         nmi_digit=online['nmi_digit'],
         nmi_background=online['nmi_background'],
@@ -334,11 +375,15 @@ def summarise(results: Dict[str, List[dict]]) -> str:
             ('nmi_brightness', 'NMI brightness'),
             ('kl_mean_probs_prior', 'KL(p̄‖prior)'),
             ('mean_anchor_entropy', 'mean H(p_i)'),
-            ('mean_probs_entropy', 'H(p̄)')]
+            ('mean_probs_entropy', 'H(p̄)'), ('prior_tau', 'prior tau')]
     lines = ['| run | seeds | ' + ' | '.join(c[1] for c in cols) + ' |',
              '|' + ' --- |' * (len(cols) + 2)]
     for name, runs in results.items():
-        cells = [mean_std([r[key] for r in runs]) for key, _ in cols]
+        cells = [
+            mean_std([r[key] for r in runs]) if all(key in r
+                                                    for r in runs) else '–'
+            for key, _ in cols
+        ]
         lines.append(f'| {name} | {len(runs)} | ' + ' | '.join(cells) + ' |')
     return '\n'.join(lines)
 
@@ -458,6 +503,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
                                           args.priors[0]):
                     # difficulty of each label: the encoder at initialisation
                     untrained, _, _ = evaluate(model, memory, queries, args.k)
+                    untrained.pop('prior_tau', None)  # no prior trained yet
                     untrained.update(seed=seed)
                     results.setdefault('untrained encoder',
                                        []).append(untrained)
@@ -472,12 +518,14 @@ def main(argv: Optional[List[str]] = None) -> dict:
                 curves[seed] = curve
                 with open(osp.join(cfg.work_dir, 'metrics.json'), 'w') as f:
                     json.dump(metrics, f, indent=1)
+                tau = (f', prior tau {metrics["prior_tau"]:.3f}'
+                       if 'prior_tau' in metrics else '')
                 runner.logger.info(
                     f'[{name} seed {seed}] {wall:.0f}s: digit kNN '
                     f'{metrics["knn_digit_backbone"]:.1f}% background kNN '
                     f'{metrics["knn_background_backbone"]:.1f}%, NMI digit '
                     f'{metrics["nmi_digit"]:.3f} background '
-                    f'{metrics["nmi_background"]:.3f}')
+                    f'{metrics["nmi_background"]:.3f}{tau}')
                 if seed == args.seeds[0]:
                     save_fig3(
                         mem_ds, qry_ds, mem_b, qry_b,
