@@ -95,7 +95,8 @@ def test_resume_continues_the_adaptive_prior_estimate(tmp_path):
         cfg.custom_hooks = [h for h in cfg.custom_hooks
                             if h.type != 'KNNEvalHook']
         cfg.default_hooks.checkpoint.interval = 2
-        # momentum 0 makes the estimate change visibly every step
+        # no warm-up and momentum 0: the estimate changes every step
+        cfg.model.head.loss.prior.warmup_updates = 0
         cfg.model.head.loss.prior.momentum = 0.0
         return cfg
 

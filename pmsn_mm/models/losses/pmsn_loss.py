@@ -22,6 +22,7 @@ from ..utils.prior_cache import PriorCache
 from ..utils.sinkhorn import distributed_sinkhorn
 
 KL_DIRECTIONS = ('forward', 'reverse')
+PRIOR_USAGES = ('targets', 'anchors')
 
 
 def prototype_log_probabilities(x: Tensor,
@@ -147,9 +148,18 @@ class PMSNLoss(nn.Module):
 
     A prior learned from the data (``learns_from_usage``, e.g.
     ``AdaptivePowerLawPrior``) is used as it stands for this step and then,
-    in training mode, updated with the step's global target usage: the mean
-    of the sharpened targets over all ranks, taken *before* Sinkhorn (after
-    it the usage would equal the prior's own marginals).
+    in training mode, updated with the step's global cluster usage
+    (``prior_usage``): by default the target usage, the mean of the
+    sharpened targets over all ranks, taken *before* Sinkhorn (after it the
+    usage would equal the prior's own marginals). Sharpening concentrates
+    each target on its nearest prototypes, so this usage is steeper than
+    ``p_mean`` unless the targets are confident, and a prior fitted to it
+    and matched by ``p_mean`` steepens the next usage again: it can drift
+    towards the prior's upper bound (warm-up and bounds of
+    ``AdaptivePowerLawPrior`` limit this). ``prior_usage='anchors'`` uses
+    ``p_mean`` itself, the quantity the KL term matches to the prior: no
+    such bias, but the estimate then moves only as far as the
+    cross-entropy pulls ``p_mean`` away from the current prior.
 
     Args:
         temperature: Cosine-similarity temperature, > 0. Defaults to 0.1.
@@ -174,6 +184,9 @@ class PMSNLoss(nn.Module):
         prior: Config of a prior (``UniformPrior``, ``PowerLawPrior``,
             ``ClassPrior``, ``FilePrior``, ``AdaptivePowerLawPrior``) or a
             built ``BasePrior``. Defaults to ``dict(type='UniformPrior')``.
+        prior_usage: What a learned prior learns from: ``'targets'`` (mean
+            sharpened target, before Sinkhorn) or ``'anchors'`` (``p_mean``).
+            Ignored by fixed priors. Defaults to ``'targets'``.
 
     Returned dict (all tensors): ``loss_ce``, ``loss_prior`` (=
     ``prior_weight * prior_kl``), ``loss_entropy`` (only if
@@ -194,7 +207,8 @@ class PMSNLoss(nn.Module):
                  sinkhorn_iterations: int = 3,
                  entropy_weight: float = 0.0,
                  kl_direction: str = 'forward',
-                 prior: Optional[Union[dict, nn.Module]] = None) -> None:
+                 prior: Optional[Union[dict, nn.Module]] = None,
+                 prior_usage: str = 'targets') -> None:
         super().__init__()
         _check_positive('temperature', temperature)
         _check_positive('sharpen_temperature', sharpen_temperature)
@@ -218,7 +232,11 @@ class PMSNLoss(nn.Module):
         if kl_direction not in KL_DIRECTIONS:
             raise ValueError(f'kl_direction must be one of {KL_DIRECTIONS} '
                              f'but is {kl_direction!r}.')
+        if prior_usage not in PRIOR_USAGES:
+            raise ValueError(f'prior_usage must be one of {PRIOR_USAGES} '
+                             f'but is {prior_usage!r}.')
         self.temperature = float(temperature)
+        self.prior_usage = prior_usage
         self.sharpen_temperature = float(sharpen_temperature)
         self.prior_weight = float(prior_weight)
         self.label_smoothing = float(label_smoothing)
@@ -320,8 +338,9 @@ class PMSNLoss(nn.Module):
                 targets.detach(), prototypes.detach(), self.temperature,
                 self.label_smoothing).exp()
             target_probs = sharpen(target_probs, self.sharpen_temperature)
+            learn = self.prior.learns_from_usage and self.training
             usage = None
-            if self.prior.learns_from_usage and self.training:
+            if learn and self.prior_usage == 'targets':
                 usage = global_mean_usage(target_probs)
             if self.use_sinkhorn:
                 target_probs = distributed_sinkhorn(
@@ -334,6 +353,8 @@ class PMSNLoss(nn.Module):
 
         # KL between p_mean (global over views and ranks) and the prior.
         mean_probs = all_reduce_mean_with_grad(probs.mean(dim=0))
+        if learn and self.prior_usage == 'anchors':
+            usage = mean_probs.detach()
         if self.kl_direction == 'forward':
             prior_kl = kl_divergence(mean_probs, prior)
         else:
@@ -379,4 +400,5 @@ class PMSNLoss(nn.Module):
                 f'use_sinkhorn={self.use_sinkhorn}, '
                 f'sinkhorn_iterations={self.sinkhorn_iterations}, '
                 f'entropy_weight={self.entropy_weight}, '
-                f'kl_direction={self.kl_direction!r}')
+                f'kl_direction={self.kl_direction!r}, '
+                f'prior_usage={self.prior_usage!r}')

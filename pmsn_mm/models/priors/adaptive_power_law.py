@@ -73,11 +73,17 @@ class AdaptivePowerLawPrior(BasePrior):
       momentum 0.99: 0.61 with 128 samples a step, 0.51 with 1024; the
       default gave 0.50 for both).
 
+    **Warm-up.** The first ``warmup_updates`` updates are only counted:
+    ``tau`` stays at ``tau_init`` and the EMA starts afterwards. At
+    initialisation the usage reflects the random encoder, not the data (on
+    the toy set the sharpened target usage of an untrained encoder fits tau
+    of about 1.2), and a prior fitted to it feeds back into training.
+
     **Bounded.** The exponent used is ``tau = min(max(tau_fit, tau_min),
     tau_max)``; both are returned by the losses (``prior_tau``,
     ``prior_tau_fit``) and so logged every logger interval, and a warning is
     logged whenever the fit crosses into or back out of the bounds. Before
-    the first update (and while fewer than 2 ranks have positive usage),
+    the first fit (and while fewer than 2 ranks have positive usage),
     ``tau`` keeps its previous value, initially ``tau_init``.
 
     **Prototype identity.** The KL term and Sinkhorn marginals are
@@ -107,12 +113,15 @@ class AdaptivePowerLawPrior(BasePrior):
         tau_init: Exponent before the first fit, in ``[tau_min, tau_max]``.
             Defaults to 0.0 (uniform).
         tau_min: Lower bound of the exponent, >= 0. Defaults to 0.0.
-        tau_max: Upper bound of the exponent, > ``tau_min``. Defaults to 2.0.
+        tau_max: Upper bound of the exponent, > ``tau_min``. Defaults to 1.0
+            (the paper's priors use 0.25 and 0.5).
         momentum: EMA momentum in [0, 1) (the fraction of the old average
             kept per step; 0 fits every step's usage alone).
             Defaults to 0.99.
         sort_before_ema: Average sorted sizes (rank order) instead of
             per-prototype sizes, see above. Defaults to False.
+        warmup_updates: Number of first updates that are ignored, >= 0.
+            Defaults to 0.
     """
 
     learns_from_usage = True
@@ -121,9 +130,10 @@ class AdaptivePowerLawPrior(BasePrior):
                  num_prototypes: int,
                  tau_init: float = 0.0,
                  tau_min: float = 0.0,
-                 tau_max: float = 2.0,
+                 tau_max: float = 1.0,
                  momentum: float = 0.99,
-                 sort_before_ema: bool = False) -> None:
+                 sort_before_ema: bool = False,
+                 warmup_updates: int = 0) -> None:
         super().__init__()
         if (isinstance(num_prototypes, bool)
                 or not isinstance(num_prototypes, int) or num_prototypes < 2):
@@ -144,6 +154,10 @@ class AdaptivePowerLawPrior(BasePrior):
             raise ValueError(
                 f'AdaptivePowerLawPrior tau_init must be in [tau_min, '
                 f'tau_max] = [{tau_min}, {tau_max}] but is {tau_init!r}.')
+        if (isinstance(warmup_updates, bool)
+                or not isinstance(warmup_updates, int) or warmup_updates < 0):
+            raise ValueError('AdaptivePowerLawPrior warmup_updates must be an '
+                             f'int >= 0 but is {warmup_updates!r}.')
         if not 0 <= momentum < 1:
             raise ValueError('AdaptivePowerLawPrior momentum must be in '
                              f'[0, 1) but is {momentum!r}.')
@@ -153,6 +167,7 @@ class AdaptivePowerLawPrior(BasePrior):
         self.tau_max = float(tau_max)
         self.momentum = float(momentum)
         self.sort_before_ema = bool(sort_before_ema)
+        self.warmup_updates = warmup_updates
         f64 = torch.float64
         self.register_buffer('tau', torch.tensor(self.tau_init, dtype=f64))
         self.register_buffer('tau_fit', torch.tensor(self.tau_init,
@@ -223,11 +238,13 @@ class AdaptivePowerLawPrior(BasePrior):
         if not (finite and non_negative):
             raise ValueError('AdaptivePowerLawPrior usage must be finite and '
                              f'>= 0, but is {usage.tolist()}.')
+        self.num_updates += 1
+        if int(self.num_updates) <= self.warmup_updates:
+            return
         if self.sort_before_ema:
             usage = usage.sort(descending=True).values
         self.usage_ema.mul_(self.momentum).add_(
             usage, alpha=1.0 - self.momentum)
-        self.num_updates += 1
         tau_fit, valid = fit_power_law_exponent(
             self.usage_ema.sort(descending=True).values)
         self.tau_fit.copy_(torch.where(valid, tau_fit, self.tau_fit))
@@ -264,4 +281,5 @@ class AdaptivePowerLawPrior(BasePrior):
         return (f'num_prototypes={self.num_prototypes}, '
                 f'tau={float(self.tau):.4f}, tau_min={self.tau_min}, '
                 f'tau_max={self.tau_max}, momentum={self.momentum}, '
-                f'sort_before_ema={self.sort_before_ema}')
+                f'sort_before_ema={self.sort_before_ema}, '
+                f'warmup_updates={self.warmup_updates}')

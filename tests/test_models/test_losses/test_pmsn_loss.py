@@ -430,7 +430,7 @@ def test_adaptive_prior_learns_from_pre_sinkhorn_target_usage():
                        np.log(np.sort(usage.numpy())[::-1]), 1)[0]
     assert out['prior_tau_fit'].item() == pytest.approx(-slope, abs=1e-10)
     assert out['prior_tau'].item() == pytest.approx(
-        min(max(-slope, 0.0), 2.0), abs=1e-10)
+        min(max(-slope, 0.0), 1.0), abs=1e-10)
     assert not out['prior_tau'].requires_grad
     # the next step uses the updated prior, uncached
     prior_now = loss.prior_probs(5, torch.device('cpu'), torch.float64)
@@ -445,3 +445,23 @@ def test_adaptive_prior_needs_matching_num_prototypes():
     with pytest.raises(ValueError, match='num_prototypes=6 but is asked for '
                        '5 prototypes'):
         loss(anchors, targets, prototypes)
+
+
+def test_adaptive_prior_can_learn_from_anchor_usage():
+    anchors, targets, prototypes = _inputs(batch_size=8, num_views=2)
+    loss = PMSNLoss(prior_usage='anchors',
+                    prior=dict(type='AdaptivePowerLawPrior',
+                               num_prototypes=5, momentum=0.0))
+    out = loss(anchors, targets, prototypes)
+    probs = F.softmax(
+        F.normalize(anchors) @ F.normalize(prototypes).T / 0.1, dim=1)
+    torch.testing.assert_close(loss.prior.usage_ema, probs.mean(dim=0))
+    slope = np.polyfit(np.log(np.arange(1, 6)),
+                       np.log(np.sort(probs.mean(dim=0).numpy())[::-1]), 1)[0]
+    assert out['prior_tau_fit'].item() == pytest.approx(-slope, abs=1e-10)
+
+
+def test_invalid_prior_usage():
+    with pytest.raises(ValueError, match=r"prior_usage must be one of "
+                       r"\('targets', 'anchors'\) but is 'codes'"):
+        PMSNLoss(prior_usage='codes')

@@ -22,7 +22,7 @@ PMSN_CONFIGS = [
     dict(use_sinkhorn=True, sinkhorn_iterations=5,
          prior=dict(type='PowerLawPrior', tau=0.7)),
     dict(use_sinkhorn=True, prior=ADAPTIVE),
-    dict(prior=ADAPTIVE, kl_direction='reverse'),
+    dict(prior=ADAPTIVE, kl_direction='reverse', prior_usage='anchors'),
 ]
 PSWAV_CONFIGS = [
     dict(prior=dict(type='PowerLawPrior', tau=0.7)),

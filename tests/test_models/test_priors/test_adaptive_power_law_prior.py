@@ -58,7 +58,8 @@ def test_fit_needs_two_positive_ranks():
                                                     (10, 1.2, 256)])
 def test_fitted_tau_within_0_05_of_the_drawn_power_law(num_protos, tau, batch):
     prior = MODELS.build(
-        dict(type='AdaptivePowerLawPrior', num_prototypes=num_protos))
+        dict(type='AdaptivePowerLawPrior', num_prototypes=num_protos,
+             tau_max=2.0))
     for usage in _drawn_usage(num_protos, tau, batch, steps=800):
         prior.update_usage(usage)
     assert abs(prior.tau.item() - tau) < 0.05
@@ -97,6 +98,19 @@ def test_ema_closed_form_and_first_step():
     assert prior.tau_fit.item() == pytest.approx(-slope, abs=1e-12)
     assert prior.statistics() == dict(
         prior_tau=prior.tau, prior_tau_fit=prior.tau_fit)
+
+
+def test_warmup_updates_are_only_counted():
+    prior = AdaptivePowerLawPrior(5, tau_init=0.25, momentum=0.0,
+                                  warmup_updates=2)
+    for _ in range(2):
+        prior.update_usage(_power_law(5, 1.7))
+        assert prior.tau.item() == 0.25
+        assert prior.usage_ema.abs().sum().item() == 0.0
+    assert prior.num_updates.item() == 2
+    prior.update_usage(_power_law(5, 0.6))
+    assert prior.num_updates.item() == 3
+    assert prior.tau.item() == pytest.approx(0.6, abs=1e-12)
 
 
 def test_unusable_usage_keeps_tau():
@@ -178,16 +192,20 @@ def test_fixed_priors_do_not_learn():
     (dict(num_prototypes=4.0), 'num_prototypes must be an int >= 2'),
     (dict(num_prototypes=True), 'num_prototypes must be an int >= 2'),
     (dict(tau_max=float('inf')), 'tau_max must be a finite number'),
+    (dict(tau_min=0.5, tau_max=0.2), r'needs .* tau_min=0.5 and tau_max=0.2'),
     (dict(tau_init=float('nan')), 'tau_init must be a finite number'),
     (dict(momentum='0.9'), 'momentum must be a finite number'),
     (dict(tau_min=-0.1), r'needs 0 <= tau_min < tau_max, but tau_min=-0.1'),
     (dict(tau_min=1.0, tau_max=1.0), r'needs 0 <= tau_min < tau_max, but '
      r'tau_min=1.0 and tau_max=1.0'),
     (dict(tau_min=2.0, tau_max=1.0), r'needs 0 <= tau_min < tau_max'),
-    (dict(tau_init=2.5), r'tau_init must be in \[tau_min, tau_max\] = '
-     r'\[0.0, 2.0\] but is 2.5'),
+    (dict(tau_init=1.5), r'tau_init must be in \[tau_min, tau_max\] = '
+     r'\[0.0, 1.0\] but is 1.5'),
     (dict(momentum=1.0), r'momentum must be in \[0, 1\) but is 1.0'),
     (dict(momentum=-0.1), r'momentum must be in \[0, 1\)'),
+    (dict(warmup_updates=-1), 'warmup_updates must be an int >= 0 but is '
+     '-1'),
+    (dict(warmup_updates=2.0), 'warmup_updates must be an int >= 0'),
 ])
 def test_invalid_settings(kwargs, match):
     kwargs = dict(dict(num_prototypes=4), **kwargs)
