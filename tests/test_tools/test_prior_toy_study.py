@@ -84,6 +84,21 @@ def test_mean_std_and_schedule_scaling():
     assert cos.end == old // 2
 
 
+def test_schedule_scaling_of_prior_warmup_and_prototype_freezing():
+    from mmengine.config import Config
+    adaptive = Config.fromfile(ADAPTIVE)
+    warmup = adaptive.model.head.loss.prior.warmup_updates
+    assert warmup == adaptive.warmup_iters > 0
+    study.scale_schedule(adaptive, adaptive.train_cfg.max_iters // 3)
+    assert adaptive.model.head.loss.prior.warmup_updates == round(warmup / 3)
+    pswav = Config.fromfile(PSWAV)
+    hook = [h for h in pswav.custom_hooks if h.type == 'SwAVHook'][0]
+    frozen = hook.frozen_layers_cfg.prototypes
+    study.scale_schedule(pswav, pswav.train_cfg.max_iters // 3)
+    hook = [h for h in pswav.custom_hooks if h.type == 'SwAVHook'][0]
+    assert hook.frozen_layers_cfg.prototypes == round(frozen / 3)
+
+
 def test_unknown_prior_is_refused():
     with pytest.raises(SystemExit):
         study.parse_args([CONFIG, '--priors', 'zipf'])

@@ -155,7 +155,9 @@ def make_config(args: argparse.Namespace, prior: str, direction: str,
 
 
 def scale_schedule(cfg, max_iters: int) -> None:
-    """Shorten/lengthen an iteration-based schedule to ``max_iters``."""
+    """Shorten/lengthen an iteration-based schedule to ``max_iters``: the
+    param schedulers, a learned prior's ``warmup_updates`` and SwAVHook's
+    prototype freezing (iterations)."""
     old = cfg.train_cfg.max_iters
     ratio = max_iters / old
     cfg.train_cfg.max_iters = max_iters
@@ -170,6 +172,13 @@ def scale_schedule(cfg, max_iters: int) -> None:
     ckpt = cfg.default_hooks.get('checkpoint')
     if ckpt is not None:
         ckpt['interval'] = max_iters
+    prior = cfg.model.head.loss.get('prior') or {}
+    if prior.get('warmup_updates'):
+        prior['warmup_updates'] = int(round(prior['warmup_updates'] * ratio))
+    for hook in cfg.get('custom_hooks', None) or []:
+        frozen = hook.get('frozen_layers_cfg') or {}
+        for name, iters in frozen.items():
+            frozen[name] = int(round(iters * ratio))
 
 
 # ------------------------------------------------------------- evaluation
