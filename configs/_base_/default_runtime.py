@@ -11,6 +11,9 @@ default_hooks = dict(
     checkpoint=dict(type='CheckpointHook', interval=1, max_keep_ckpts=3),
     sampler_seed=dict(type='DistSamplerSeedHook'),
     visualization=dict(type='VisualizationHook', enable=False),
+    # random states of every rank in each checkpoint: --resume replays the
+    # augmentations and masks of the uninterrupted run
+    rng_state=dict(type='RNGStateHook'),
 )
 
 env_cfg = dict(
