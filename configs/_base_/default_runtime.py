@@ -14,6 +14,9 @@ default_hooks = dict(
     # random states of every rank in each checkpoint: --resume replays the
     # augmentations and masks of the uninterrupted run
     rng_state=dict(type='RNGStateHook'),
+    # stop at the first NaN/inf loss or gradient, never save NaN weights;
+    # action='skip', max_skips=N skips such steps instead
+    non_finite_guard=dict(type='NonFiniteGuardHook', action='stop'),
 )
 
 env_cfg = dict(
