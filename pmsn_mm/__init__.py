@@ -5,12 +5,15 @@ registries (``MODELS``, ``DATASETS``, ``DATA_SAMPLERS``, ``HOOKS``,
 ``TRANSFORMS``, ``METRICS``, ...), so that any mmpretrain config can use them
 after ``custom_imports = dict(imports=['pmsn_mm'], allow_failed_imports=False)``.
 It also allow-lists the exact non-tensor types that mmengine training
-checkpoints contain, so ``--resume`` works with ``torch.load(weights_only=True)``.
+checkpoints contain, so ``--resume`` works with ``torch.load(weights_only=True)``,
+and registers the ``'atomic_local'`` file backend (atomic checkpoint writes).
 """
 from .version import __version__
+from .utils.atomic_file_backend import register_atomic_backend
 from .utils.checkpoint import allow_checkpoint_globals
 
 allow_checkpoint_globals()
+register_atomic_backend()
 
 from . import datasets, engine, evaluation, models  # noqa: E402,F401
 
