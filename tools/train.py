@@ -21,6 +21,7 @@ from mmengine.runner import Runner
 
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
 from mmpretrain.registry import RUNNERS
+from pmsn_mm.datasets.samplers import sync_sampler_batch_size
 from pmsn_mm.utils import prepare_work_dir, setup_cpu_distributed
 
 
@@ -116,6 +117,7 @@ def launcher_rank(launcher: str) -> int:
 def main(argv=None) -> None:
     args = parse_args(argv)
     cfg = merge_args(Config.fromfile(args.config), args)
+    sync_sampler_batch_size(cfg)
     notes = prepare_work_dir(cfg, args.overwrite,
                              launcher_rank(args.launcher))
     setup_cpu_distributed(cfg, args.launcher)
