@@ -8,6 +8,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from mmengine.hooks import CheckpointHook
 from mmengine.logging import MessageHub
 
 from pmsn_mm.engine.hooks import (NonFiniteGuardHook, NonFiniteTrainingError,
@@ -25,6 +26,7 @@ def _runner(rank: int, cur_iter: int) -> SimpleNamespace:
     return SimpleNamespace(
         iter=cur_iter,
         max_iters=9,
+        hooks=[CheckpointHook(interval=2, by_epoch=False, save_last=False)],
         message_hub=MessageHub(f'dist-hooks-{rank}-{cur_iter}'),
         logger=SimpleNamespace(
             info=lambda msg: None, warning=lambda msg: None,
@@ -37,8 +39,11 @@ def _rng_states(rank: int, out_dir: str) -> dict:
     path = osp.join(out_dir, 'ckpt.pth')
     torch.manual_seed(100 + rank), np.random.seed(rank)
     saver = RNGStateHook()
-    runner = _runner(rank, 3)
-    saver.after_train_iter(runner, 3)  # every rank takes part in the gather
+    runner = _runner(rank, 2)
+    saver.after_train_iter(runner, 2)  # no checkpoint after iteration 3
+    assert saver._states is None
+    runner.iter = 3
+    saver.after_train_iter(runner, 3)  # iter_4.pth: every rank gathers
     original = (torch.rand(4), np.random.rand())
     if rank == 0:  # mmengine writes checkpoints on rank 0 only
         checkpoint = dict(meta=dict(iter=4))

@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 import torch
 from mmengine.config import Config
+from mmengine.hooks import CheckpointHook
 from mmengine.runner import Runner
 
 from pmsn_mm.engine.hooks import RNGStateHook
-from pmsn_mm.engine.hooks.rng_state_hook import CHECKPOINT_KEY
+from pmsn_mm.engine.hooks.rng_state_hook import (CHECKPOINT_KEY,
+                                                 _checkpoint_due)
 from tests._configs import TINY_CLASSIFIER, TINY_PMSN, write_config
 
 
@@ -222,3 +224,18 @@ def test_epoch_based_resume_with_validation_is_exact(tmp_path):
         osp.join(resumed, 'epoch_3.pth'))
     for key in a:
         assert torch.equal(a[key], b[key]), key
+
+
+def test_checkpoint_due_follows_checkpoint_hook_rules():
+    hooks = [
+        CheckpointHook(interval=3, by_epoch=False, save_begin=2,
+                       save_last=True),
+        CheckpointHook(interval=1, by_epoch=True),  # saves after epochs
+    ]
+    due = [
+        _checkpoint_due(SimpleNamespace(iter=i, max_iters=10, hooks=hooks))
+        for i in range(10)
+    ]
+    # mmengine's rule: iterations save_begin + 3k (1-based) and the last one
+    assert [i + 1 for i, d in enumerate(due) if d] == [2, 5, 8, 10]
+    assert not _checkpoint_due(SimpleNamespace(iter=4, max_iters=10))

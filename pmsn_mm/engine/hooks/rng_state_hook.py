@@ -2,7 +2,7 @@
 from typing import Any, Dict, Iterator, List, Optional
 
 from mmengine.dist import all_gather_object, get_dist_info
-from mmengine.hooks import Hook
+from mmengine.hooks import CheckpointHook, Hook
 from mmpretrain.registry import HOOKS
 
 from pmsn_mm.utils.rng_state import (get_rng_state, rng_state_from_checkpoint,
@@ -10,6 +10,24 @@ from pmsn_mm.utils.rng_state import (get_rng_state, rng_state_from_checkpoint,
 
 #: Checkpoint key holding one saved state per rank (index = rank).
 CHECKPOINT_KEY = 'rng_states'
+
+
+def _checkpoint_due(runner) -> bool:
+    """Whether a ``CheckpointHook`` saves in this ``after_train_iter``.
+
+    Evaluates CheckpointHook's own rule (every ``interval`` iterations from
+    ``save_begin``, and the last iteration with ``save_last``).
+
+    Args:
+        runner: The runner, after the iteration's train step.
+    """
+    for hook in getattr(runner, 'hooks', ()):
+        if isinstance(hook, CheckpointHook) and not hook.by_epoch and (
+                hook.every_n_train_iters(runner, hook.interval,
+                                         hook.save_begin) or
+            (hook.save_last and hook.is_last_train_iter(runner))):
+            return True
+    return False
 
 
 class _RestoreBeforeFetch:
@@ -62,9 +80,12 @@ class RNGStateHook(Hook):
       model and the masks all replay);
     - ``EpochBasedTrainLoop``: at the start of the first resumed epoch.
 
-    The states are taken after every training iteration/epoch (gathered over
-    ranks with ``mmengine.dist.all_gather_object`` when distributed; a
-    single process reads its states when the checkpoint is saved).
+    A single process reads its states when the checkpoint is saved. With
+    several ranks (``Runner.save_checkpoint`` runs on rank 0 only) they are
+    gathered with ``mmengine.dist.all_gather_object`` after each training
+    iteration in which a ``CheckpointHook`` saves (its own interval rule),
+    after each epoch and before each validation (``save_best``); a
+    checkpoint saved at any other point holds no states (with a warning).
     Validation does not consume the training stream: the states are put back
     after each validation, so a run gives the same result whether or when it
     validates, and a ``save_best`` checkpoint holds the states from before
@@ -92,19 +113,20 @@ class RNGStateHook(Hook):
 
     # ------------------------------------------------------------ saving
     def _capture(self, runner) -> None:
-        if get_dist_info()[1] > 1:
-            self._states = all_gather_object(get_rng_state())
-            self._states_iter = runner.iter
+        self._states = all_gather_object(get_rng_state())
+        self._states_iter = runner.iter
 
     def after_train_iter(self,
                          runner,
                          batch_idx: int,
                          data_batch: Optional[dict] = None,
                          outputs: Optional[dict] = None) -> None:
-        self._capture(runner)
+        if get_dist_info()[1] > 1 and _checkpoint_due(runner):
+            self._capture(runner)
 
     def after_train_epoch(self, runner) -> None:
-        self._capture(runner)
+        if get_dist_info()[1] > 1:
+            self._capture(runner)
 
     def before_val(self, runner) -> None:
         self._val_local = get_rng_state()
