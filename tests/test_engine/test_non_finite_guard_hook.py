@@ -15,7 +15,7 @@ from mmengine.runner import Runner
 from torch import nn
 
 from pmsn_mm.engine.hooks import NonFiniteGuardHook, NonFiniteTrainingError
-from pmsn_mm.engine.hooks.non_finite_guard_hook import SKIPS_KEY
+from pmsn_mm.engine.hooks.non_finite_guard_hook import SKIPS_KEY, _grads_finite
 from tests._configs import REPO, TINY_PMSN, write_config
 
 
@@ -236,3 +236,13 @@ def test_non_finite_weights_are_never_saved():
                 b=torch.zeros(2),
                 c=torch.tensor([math.nan]),
                 step=torch.tensor(3))))
+
+
+def test_gradient_check_is_exact_for_huge_finite_gradients():
+    param = nn.Parameter(torch.zeros(100))
+    optimizer = torch.optim.SGD([param, nn.Parameter(torch.zeros(1))], lr=1)
+    param.grad = torch.full((100, ), 1e30)  # its L2 norm overflows float32
+    assert not torch.isfinite(torch.nn.utils.get_total_norm([param.grad]))
+    assert _grads_finite(optimizer)
+    param.grad[7] = math.nan
+    assert not _grads_finite(optimizer)

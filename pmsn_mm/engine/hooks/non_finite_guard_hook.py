@@ -32,8 +32,11 @@ def _grads_finite(optimizer: Optimizer) -> bool:
     ]
     if not grads:
         return True
-    max_abs = torch.nn.utils.get_total_norm(grads, norm_type=math.inf)
-    return bool(torch.isfinite(max_abs))
+    # The L2 norm is finite for finite gradients unless it overflows, and
+    # fast (foreach); only a non-finite norm is checked element by element.
+    if bool(torch.isfinite(torch.nn.utils.get_total_norm(grads))):
+        return True
+    return all(bool(torch.isfinite(grad).all()) for grad in grads)
 
 
 @HOOKS.register_module()
