@@ -13,8 +13,9 @@ from .work_dir import (existing_checkpoints, find_resume_checkpoint,
                        newest_checkpoint, prepare_work_dir, remove_checkpoints)
 
 __all__ = [
-    'AtomicLocalBackend', 'allow_checkpoint_globals', 'apply_strict_config_keys',
-    'atomic_write_bytes', 'checkpoint_safe_globals', 'existing_checkpoints',
+    'AtomicLocalBackend', 'allow_checkpoint_globals',
+    'apply_strict_config_keys', 'atomic_write_bytes',
+    'checkpoint_safe_globals', 'existing_checkpoints',
     'find_resume_checkpoint', 'get_rng_state', 'newest_checkpoint',
     'prepare_work_dir', 'register_atomic_backend', 'remove_checkpoints',
     'restricted_getattr', 'rng_state_from_checkpoint',

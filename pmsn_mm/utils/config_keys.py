@@ -53,8 +53,9 @@ def valid_config_keys(cls: type) -> Optional[Tuple[str, ...]]:
         for param in params[1:]:  # skip self
             if param.kind == param.VAR_KEYWORD:
                 forwards = True
-            elif param.kind in (param.POSITIONAL_OR_KEYWORD,
-                                param.KEYWORD_ONLY) and param.name not in names:
+            elif (param.kind in (param.POSITIONAL_OR_KEYWORD,
+                                 param.KEYWORD_ONLY)
+                  and param.name not in names):
                 names.append(param.name)
         if not forwards:
             return tuple(names)

@@ -5,7 +5,6 @@ import random
 from types import SimpleNamespace
 
 import numpy as np
-import pytest
 import torch
 from mmengine.config import Config
 from mmengine.hooks import CheckpointHook

@@ -69,5 +69,5 @@ def sync_sampler_batch_size(cfg: Config) -> None:
                 f'{name}.batch_size={batch_size}: the sampler lays out '
                 'batches of its own size and the dataloader would cut them '
                 'at other places, mixing batches. Use the same value for '
-                f'both (or leave out {name}.sampler.batch_size; tools/train.py '
-                "then takes the dataloader's).")
+                f'both (or leave out {name}.sampler.batch_size; '
+                "tools/train.py then takes the dataloader's).")
