@@ -11,11 +11,14 @@ from mmengine.config import Config
 from mmengine.hooks import Hook
 from mmengine.logging import MessageHub
 from mmengine.model import BaseModel
+from mmengine.optim import OptimWrapper, OptimWrapperDict
 from mmengine.runner import Runner
 from torch import nn
 
 from pmsn_mm.engine.hooks import NonFiniteGuardHook, NonFiniteTrainingError
-from pmsn_mm.engine.hooks.non_finite_guard_hook import SKIPS_KEY, _grads_finite
+from pmsn_mm.engine.hooks.non_finite_guard_hook import (SKIPS_KEY,
+                                                        _grads_finite,
+                                                        _optimizers)
 from tests._configs import REPO, TINY_PMSN, write_config
 
 
@@ -246,3 +249,13 @@ def test_gradient_check_is_exact_for_huge_finite_gradients():
     assert _grads_finite(optimizer)
     param.grad[7] = math.nan
     assert not _grads_finite(optimizer)
+
+
+def test_every_optimizer_of_an_optim_wrapper_dict_is_guarded():
+    a, b = nn.Linear(2, 1), nn.Linear(2, 1)
+    wrappers = OptimWrapperDict(
+        a=OptimWrapper(torch.optim.SGD(a.parameters(), lr=1)),
+        b=OptimWrapper(torch.optim.SGD(b.parameters(), lr=1)))
+    assert _optimizers(wrappers) == [
+        wrappers['a'].optimizer, wrappers['b'].optimizer
+    ]
