@@ -259,3 +259,16 @@ def test_every_optimizer_of_an_optim_wrapper_dict_is_guarded():
     assert _optimizers(wrappers) == [
         wrappers['a'].optimizer, wrappers['b'].optimizer
     ]
+
+
+def test_bad_action_through_train_py(tmp_path):
+    cfg = write_config(tmp_path, TINY_PMSN)
+    with pytest.raises(ValueError,
+                       match="NonFiniteGuardHook action must be one of "
+                       r"\('stop', 'skip'\), but is 'halt'\."):
+        train.main([
+            cfg, '--work-dir',
+            str(tmp_path / 'work'), '--cfg-options',
+            'default_hooks.non_finite_guard.action=halt',
+            'experiment_name=guard-action'
+        ])

@@ -93,3 +93,14 @@ def test_copied_work_dir_resumes_from_the_copy(tmp_path):
     # one AdamW step (lr 1e-3) away from the edited 0.5, not from the original
     assert (resumed['head.fc.weight'] - 0.5).abs().max() < 0.01
     assert not osp.exists(osp.join(original, 'iter_3.pth'))
+
+
+def test_resume_and_overwrite_together_are_refused(tmp_path):
+    cfg = write_config(tmp_path)
+    with pytest.raises(ValueError,
+                       match='--resume continues the run in the work dir and '
+                       '--overwrite deletes its checkpoints; pass only one'):
+        train.main([
+            cfg, '--work-dir',
+            str(tmp_path / 'work'), '--resume', '--overwrite'
+        ])
