@@ -182,7 +182,15 @@ def test_skip_mode_drops_the_step_and_counts(tmp_path):
     guard = NonFiniteGuardHook(action='skip', max_skips=2)
     runner, record = _toy_runner(tmp_path, _Toy(nan_calls=(2, 4)), guard,
                                  'skip')
+    warnings = []
+    runner.logger.warning = warnings.append
     runner.train()
+    assert [w for w in warnings if 'NonFiniteGuardHook' in w] == [
+        'NonFiniteGuardHook: non-finite loss (loss=nan) at iteration 2/6; '
+        'the optimizer step was skipped (1 of max_skips=2).',
+        'NonFiniteGuardHook: non-finite loss (loss=nan) at iteration 4/6; '
+        'the optimizer step was skipped (2 of max_skips=2).'
+    ]
     # iterations 2 and 4 changed neither the weights nor the optimizer
     assert torch.equal(record.weights[1], record.weights[0])
     assert torch.equal(record.weights[3], record.weights[2])

@@ -123,22 +123,24 @@ class NonFiniteGuardHook(Hook):
                          outputs: Optional[Dict[str, torch.Tensor]] = None
                          ) -> None:
         terms = {
-            key: float(value.detach() if torch.is_tensor(value) else value)
+            key: torch.as_tensor(value).detach()
             for key, value in (outputs or {}).items() if 'loss' in key
         }
+        local_bad = [not bool(torch.isfinite(v).all()) for v in terms.values()]
         flags = torch.tensor(
-            [not math.isfinite(v) for v in terms.values()] +
-            [self._dropped_step],
-            dtype=torch.float32)
+            local_bad + [self._dropped_step], dtype=torch.float32)
         self._dropped_step = False
         if get_dist_info()[1] > 1:
             all_reduce(flags, op='max')
         if not flags.any():
             return
+        dropped = bool(flags[-1])
         bad = [key for key, flag in zip(terms, flags[:-1]) if flag]
         what = ', '.join(
-            f'{key}={terms[key]}' if not math.isfinite(terms[key]) else
-            f'{key} (non-finite on another rank)' for key in bad)
+            (f'{key}={terms[key].item()}' if terms[key].numel() == 1 else
+             f'{key} (non-finite entries)') if is_bad else
+            f'{key} (non-finite on another rank)'
+            for key, is_bad in zip(terms, local_bad) if key in bad)
         problem = (f'non-finite loss ({what})' if bad else
                    'non-finite gradients (the loss was finite)')
         where = f'at iteration {runner.iter + 1}/{runner.max_iters}'
@@ -146,10 +148,11 @@ class NonFiniteGuardHook(Hook):
             skipped = runner.message_hub.get_info(SKIPS_KEY, 0) + 1
             runner.message_hub.update_info(SKIPS_KEY, skipped)
             if skipped <= self.max_skips:
+                step = ('the optimizer step was skipped' if dropped else
+                        'its gradients were finite, so the step was applied')
                 runner.logger.warning(
-                    f'NonFiniteGuardHook: {problem} {where}; the optimizer '
-                    f'step was skipped ({skipped} of max_skips='
-                    f'{self.max_skips}).')
+                    f'NonFiniteGuardHook: {problem} {where}; {step} '
+                    f'({skipped} of max_skips={self.max_skips}).')
                 return
             problem += (f', {skipped} bad iterations in this run '
                         f'(max_skips={self.max_skips})')
