@@ -1,5 +1,4 @@
 """Stop (or skip) on a non-finite loss or gradient; never save NaN weights."""
-import math
 from typing import Dict, List, Optional
 
 import torch
