@@ -5,13 +5,21 @@ registries (``MODELS``, ``DATASETS``, ``DATA_SAMPLERS``, ``HOOKS``,
 ``TRANSFORMS``, ``METRICS``, ...), so that any mmpretrain config can use them
 after ``custom_imports = dict(imports=['pmsn_mm'], allow_failed_imports=False)``.
 It also allow-lists the exact non-tensor types that mmengine training
-checkpoints contain, so ``--resume`` works with ``torch.load(weights_only=True)``.
+checkpoints contain, so ``--resume`` works with ``torch.load(weights_only=True)``,
+registers the ``'atomic_local'`` file backend (atomic checkpoint writes), and
+makes the registered pmsn_mm classes refuse unknown config keys with the
+valid keys listed (:mod:`pmsn_mm.utils.config_keys`).
 """
 from .version import __version__
+from .utils.atomic_file_backend import register_atomic_backend
 from .utils.checkpoint import allow_checkpoint_globals
 
 allow_checkpoint_globals()
+register_atomic_backend()
 
 from . import datasets, engine, evaluation, models  # noqa: E402,F401
+from .utils.config_keys import apply_strict_config_keys  # noqa: E402
+
+apply_strict_config_keys()
 
 __all__ = ['__version__', 'allow_checkpoint_globals']

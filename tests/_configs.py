@@ -39,3 +39,49 @@ def write_config(tmp_path, text: str = TINY_CLASSIFIER,
     with open(path, 'w') as f:
         f.write(text)
     return path
+
+# PMSN with everything that draws random numbers: a per-sample random
+# transform (numpy), the batched views of BatchAugmentPreprocessor (torch),
+# patch-drop masks (mask_ratio > 0), the class-stratified sampler; and
+# deterministic kernels, so two runs agree bit for bit.
+TINY_PMSN = f"""
+_base_ = [
+    '{CONFIGS}/_base_/datasets/shapes_digits_overlay.py',
+    '{CONFIGS}/_base_/default_runtime.py',
+]
+batch_size = 8
+train_dataloader = dict(
+    batch_size=batch_size,
+    sampler=dict(_delete_=True, type='ClassStratifiedSampler',
+                 classes_per_batch=2, batch_size=batch_size),
+    dataset=dict(num_samples=96, label='background',
+                 pipeline=[dict(type='RandomFlip', prob=0.5),
+                           dict(type='PackInputs')]))
+model = dict(
+    type='PMSN',
+    data_preprocessor=dict(
+        type='BatchAugmentPreprocessor', num_views=2, mean=[105.0],
+        std=[58.0], to_rgb=False),
+    backbone=dict(
+        type='VisionTransformer',
+        arch=dict(embed_dims=16, num_layers=1, num_heads=2,
+                  feedforward_channels=32),
+        img_size=20, patch_size=4, in_channels=1),
+    neck=dict(type='MSNProjector', in_channels=16, hidden_channels=32,
+              out_channels=16),
+    head=dict(type='PMSNHead', num_prototypes=6, in_channels=16,
+              loss=dict(type='PMSNLoss', prior_weight=1.0,
+                        prior=dict(type='UniformPrior'))),
+    num_random_views=1,
+    mask_ratio=0.3,
+    target_momentum=0.9)
+optim_wrapper = dict(optimizer=dict(type='AdamW', lr=1e-3, weight_decay=0.05))
+param_scheduler = [dict(type='CosineAnnealingLR', T_max=6, by_epoch=False)]
+train_cfg = dict(type='IterBasedTrainLoop', max_iters=6)
+custom_hooks = [dict(type='TargetMomentumHook', start=0.9, end=1.0)]
+default_hooks = dict(
+    logger=dict(type='LoggerHook', interval=1),
+    checkpoint=dict(type='CheckpointHook', interval=2, by_epoch=False))
+log_processor = dict(by_epoch=False)
+randomness = dict(seed=0, deterministic=True)
+"""

@@ -3,7 +3,13 @@
 Examples:
     python tools/train.py configs/pmsn/CONFIG.py
     python tools/train.py CONFIG --work-dir work_dirs/x --resume
+    python tools/train.py CONFIG --work-dir work_dirs/x --overwrite
     bash tools/dist_train.sh CONFIG 8
+
+A run that does not resume refuses a work dir that already holds checkpoints
+(pass --resume or --overwrite); ``--resume`` without a path continues from
+``last_checkpoint`` resolved inside the work dir, else from its newest
+``iter_N.pth``/``epoch_N.pth``, else starts from iteration 0 (and says so).
 """
 import argparse
 import os
@@ -15,7 +21,8 @@ from mmengine.runner import Runner
 
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
 from mmpretrain.registry import RUNNERS
-from pmsn_mm.utils import setup_cpu_distributed
+from pmsn_mm.datasets.samplers import sync_sampler_batch_size
+from pmsn_mm.utils import prepare_work_dir, setup_cpu_distributed
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -28,7 +35,14 @@ def parse_args(argv=None) -> argparse.Namespace:
         type=str,
         const='auto',
         help='resume from the given checkpoint; without a path, resume from '
-        'the latest checkpoint in the work dir')
+        'the latest checkpoint in the work dir (or start from iteration 0 if '
+        'there is none)')
+    parser.add_argument(
+        '--overwrite',
+        action='store_true',
+        help='start from iteration 0 in a work dir that holds checkpoints of '
+        'an earlier run, deleting them first (without this flag such a run is '
+        'refused)')
     parser.add_argument(
         '--amp', action='store_true', help='automatic mixed precision (CUDA)')
     parser.add_argument(
@@ -90,14 +104,29 @@ def merge_args(cfg: Config, args: argparse.Namespace) -> Config:
     return cfg
 
 
+def launcher_rank(launcher: str) -> int:
+    """This process's rank before the process group exists.
+
+    Args:
+        launcher: The ``--launcher`` value.
+    """
+    name = 'SLURM_PROCID' if launcher == 'slurm' else 'RANK'
+    return int(os.environ.get(name, 0)) if launcher != 'none' else 0
+
+
 def main(argv=None) -> None:
     args = parse_args(argv)
     cfg = merge_args(Config.fromfile(args.config), args)
+    sync_sampler_batch_size(cfg)
+    notes = prepare_work_dir(cfg, args.overwrite,
+                             launcher_rank(args.launcher))
     setup_cpu_distributed(cfg, args.launcher)
     if 'runner_type' not in cfg:
         runner = Runner.from_cfg(cfg)
     else:
         runner = RUNNERS.build(cfg)
+    for note in notes:
+        runner.logger.info(note)
     runner.train()
 
 

@@ -8,9 +8,21 @@ default_hooks = dict(
     timer=dict(type='IterTimerHook'),
     logger=dict(type='LoggerHook', interval=50),
     param_scheduler=dict(type='ParamSchedulerHook'),
-    checkpoint=dict(type='CheckpointHook', interval=1, max_keep_ckpts=3),
+    # 'atomic_local' (pmsn_mm): temp file + rename, so a kill while saving
+    # never leaves a truncated newest checkpoint
+    checkpoint=dict(
+        type='CheckpointHook',
+        interval=1,
+        max_keep_ckpts=3,
+        backend_args=dict(backend='atomic_local')),
     sampler_seed=dict(type='DistSamplerSeedHook'),
     visualization=dict(type='VisualizationHook', enable=False),
+    # random states of every rank in each checkpoint: --resume replays the
+    # augmentations and masks of the uninterrupted run
+    rng_state=dict(type='RNGStateHook'),
+    # stop at the first NaN/inf loss or gradient, never save NaN weights;
+    # action='skip', max_skips=N skips such steps instead
+    non_finite_guard=dict(type='NonFiniteGuardHook', action='stop'),
 )
 
 env_cfg = dict(

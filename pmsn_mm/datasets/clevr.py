@@ -22,6 +22,7 @@ from mmpretrain.datasets import BaseDataset
 from mmpretrain.registry import DATASETS
 
 from .annotation_io import read_json_dict, require_list_field
+from .non_empty import NonEmptyDatasetMixin
 
 #: Our split -> the official CLEVR split whose scenes are annotated.
 CLEVR_SPLITS: Dict[str, str] = {'train': 'train', 'test': 'val'}
@@ -172,7 +173,7 @@ def clevr_samples(data_root: str,
     return samples
 
 
-class _CLEVRBase(BaseDataset):
+class _CLEVRBase(NonEmptyDatasetMixin, BaseDataset):
     """Shared loader of the CLEVR tasks; subclasses set ``label_fn``."""
 
     label_fn: Callable[[dict], int]

@@ -21,6 +21,7 @@ from mmpretrain.datasets import BaseDataset
 from mmpretrain.registry import DATASETS
 
 from .annotation_io import read_json_dict, require_list_field
+from .non_empty import NonEmptyDatasetMixin
 
 INAT18_NUM_CLASSES = 8142
 #: Our split -> official annotation file stem; iNat18's val set is the usual
@@ -102,7 +103,7 @@ def inat18_samples(annotation: dict,
 
 
 @DATASETS.register_module()
-class INat18(BaseDataset):
+class INat18(NonEmptyDatasetMixin, BaseDataset):
     """iNaturalist 2018 from ``{train,val}2018.json``; label = category_id.
 
     Args:

@@ -37,6 +37,8 @@ import numpy as np
 from mmpretrain.datasets import BaseDataset
 from mmpretrain.registry import DATASETS
 
+from .non_empty import NonEmptyDatasetMixin
+
 KITTI_VEHICLE_TYPES: Tuple[str, ...] = ('Car', 'Van', 'Truck')
 KITTI_DIST_THRESHOLDS: Tuple[float, ...] = (0.0, 8.0, 20.0)
 KITTI_DIST_CLASSES: Tuple[str, ...] = ('no_vehicle', 'below_8', 'below_20',
@@ -173,7 +175,7 @@ def kitti_dist_samples(data_root: str,
 
 
 @DATASETS.register_module()
-class KITTIDist(BaseDataset):
+class KITTIDist(NonEmptyDatasetMixin, BaseDataset):
     """KITTI/Dist: 4-way classification of the closest vehicle's distance.
 
     Args:

@@ -7,6 +7,7 @@ import numpy as np
 from mmpretrain.datasets import BaseDataset
 from mmpretrain.registry import DATASETS
 
+from .non_empty import NonEmptyDatasetMixin
 from .procedural_shapes import SHAPE_CLASSES, render_shapes
 
 #: The 10 photographs scikit-image ships (``skimage.data.data_dir``) that
@@ -73,7 +74,7 @@ def _require_files(root: str, names: Sequence[str], what: str,
 
 
 @DATASETS.register_module()
-class PowerLawOverlayDataset(BaseDataset):
+class PowerLawOverlayDataset(NonEmptyDatasetMixin, BaseDataset):
     """Grayscale backgrounds with a power-law digit in the top-left corner.
 
     The toy set of paper §5.1 (Fig. 3): each image is a grayscale background

@@ -29,6 +29,8 @@ from mmpretrain.datasets.categories import (CIFAR100_CATEGORIES,
                                             PLACES205_CATEGORIES)
 from mmpretrain.registry import DATASETS
 
+from .non_empty import NonEmptyDatasetMixin
+
 PLACES205_SORTED_CATEGORIES: Tuple[str, ...] = tuple(
     sorted(PLACES205_CATEGORIES))
 CIFAR100_SORTED_CATEGORIES: Tuple[str, ...] = tuple(
@@ -92,7 +94,7 @@ def places205_class_from_path(rel_path: str) -> Optional[str]:
 
 
 @DATASETS.register_module()
-class Places205Sorted(Places205):
+class Places205Sorted(NonEmptyDatasetMixin, Places205):
     """mmpretrain's ``Places205`` with labels in sorted class-name order.
 
     With an annotation list (official ``<letter>/<class>/<file> <label>``
@@ -168,7 +170,7 @@ class Places205Sorted(Places205):
 
 
 @DATASETS.register_module()
-class CIFAR100Sorted(CIFAR100):
+class CIFAR100Sorted(NonEmptyDatasetMixin, CIFAR100):
     """mmpretrain's ``CIFAR100`` with labels in sorted class-name order.
 
     Args:

@@ -67,3 +67,23 @@ def test_main_reuses_finished_runs(tmp_path, monkeypatch, capsys):
     assert '| msn | 50.00 | 20.00 | +30.00 |' in capsys.readouterr().out
     with pytest.raises(ValueError, match='--methods must be among'):
         tool.main(['--work-dir', str(tmp_path), '--methods', 'byol'])
+
+
+def test_rerun_overwrites_the_old_checkpoints(tmp_path, monkeypatch):
+    """tools/train.py refuses a work dir with checkpoints unless told."""
+    tool = _tool()
+    calls = []
+
+    def fake_training(cmd, check):
+        calls.append(cmd)
+        run = tmp_path / osp.basename(cmd[cmd.index('--work-dir') + 1])
+        run.mkdir(exist_ok=True)
+        (run / 'knn.json').write_text(
+            json.dumps(dict(iter=1, digit_label=1.0, background_label=2.0)))
+
+    monkeypatch.setattr(tool.subprocess, 'run', fake_training)
+    monkeypatch.setattr(tool, 'summarize', lambda results: [])
+    monkeypatch.setattr(tool, 'format_table', lambda rows: '')
+    tool.main(['--work-dir', str(tmp_path), '--methods', 'msn', '--rerun'])
+    assert len(calls) == 2  # balanced and imbalanced
+    assert all(cmd[-1] == '--overwrite' for cmd in calls)

@@ -67,3 +67,13 @@ def test_test_tool_flags(tmp_path):
 def test_launcher_choices():
     with pytest.raises(SystemExit):
         train.parse_args(['x.py', '--launcher', 'ssh'])
+
+
+def test_overwrite_flag_and_launcher_rank(monkeypatch):
+    assert train.parse_args(['x.py', '--overwrite']).overwrite is True
+    assert train.parse_args(['x.py']).overwrite is False
+    monkeypatch.setenv('RANK', '3')
+    monkeypatch.setenv('SLURM_PROCID', '5')
+    assert train.launcher_rank('pytorch') == 3
+    assert train.launcher_rank('slurm') == 5
+    assert train.launcher_rank('none') == 0

@@ -116,10 +116,12 @@ def main(argv: Optional[List[str]] = None) -> List[Dict]:
                                 osp.splitext(osp.basename(path))[0])
             knn_file = osp.join(work_dir, 'knn.json')
             if args.rerun or not osp.isfile(knn_file):
+                # --overwrite: a rerun (or a run that died before knn.json)
+                # starts from iteration 0 over the old checkpoints
                 subprocess.run([
                     sys.executable,
                     osp.join(REPO, 'tools', 'train.py'), path, '--work-dir',
-                    work_dir
+                    work_dir, '--overwrite'
                 ], check=True)
             with open(knn_file) as f:
                 results.setdefault(method, {})[variant] = json.load(f)

@@ -149,8 +149,12 @@ class ClassStratifiedSampler(Sampler):
     multiple of ``batch_size``, so every batch the dataloader emits is
     complete and ``drop_last`` changes nothing.
 
-    ``batch_size`` must repeat the dataloader's ``batch_size`` (the sampler
-    cannot see it); use a shared variable in the config::
+    ``batch_size`` must equal the dataloader's ``batch_size`` (mmengine
+    gives a sampler only the dataset and the seed). ``tools/train.py`` takes
+    the dataloader's value when ``sampler.batch_size`` is left out and
+    refuses a different one at start-up, naming both
+    (:func:`~pmsn_mm.datasets.samplers.sync_sampler_batch_size`); a Runner
+    built another way needs it repeated, e.g. through a shared variable::
 
         custom_imports = dict(imports=['pmsn_mm'], allow_failed_imports=False)
         batch_size = 64  # per GPU; 16 GPUs -> global batch 1024
@@ -176,7 +180,8 @@ class ClassStratifiedSampler(Sampler):
             Defaults to True.
         classes_per_batch: ``K``, classes per global batch; must divide
             ``batch_size × world_size``.
-        batch_size: Per-GPU batch size, equal to the dataloader's.
+        batch_size: Per-GPU batch size, equal to the dataloader's (filled in
+            by ``tools/train.py`` when left out of the config).
         replacement: Sample images within a class with replacement.
             Defaults to False.
     """

@@ -10,6 +10,11 @@ from mmpretrain.registry import MODELS
 from .base_prior import BasePrior, check_length, validate_prior_values
 
 FILE_PRIOR_EXTENSIONS = ('.npy', '.json', '.txt')
+_TEXT_FORMATS = {
+    '.json': 'a list of numbers, or an object with key "prior" or "counts" '
+    'holding one',
+    '.txt': 'numbers separated by whitespace',
+}
 
 
 def load_prior_file(path: str) -> np.ndarray:
@@ -27,6 +32,13 @@ def load_prior_file(path: str) -> np.ndarray:
 
     Returns:
         np.ndarray of shape (K,), float64, not yet validated.
+
+    Raises:
+        ValueError: If the extension is not one of
+            :data:`FILE_PRIOR_EXTENSIONS` or the file is not of that format
+            (truncated or corrupt ``.npy``, invalid JSON, non-text); the
+            message names the path and the expected format.
+        FileNotFoundError: If ``path`` does not exist.
     """
     ext = osp.splitext(path)[1].lower()
     if ext not in FILE_PRIOR_EXTENSIONS:
@@ -35,17 +47,33 @@ def load_prior_file(path: str) -> np.ndarray:
     if not osp.isfile(path):
         raise FileNotFoundError(f'FilePrior path {path!r} does not exist.')
     if ext == '.npy':
-        return np.load(path, allow_pickle=False)
-    if ext == '.txt':
-        with open(path) as f:
-            tokens = f.read().split()
         try:
-            return np.array([float(t) for t in tokens], dtype=np.float64)
+            return np.load(path, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as err:
+            raise ValueError(
+                f'FilePrior {path!r} is not a readable .npy file (expected '
+                'a 1-D numeric array written by numpy.save, no pickled '
+                f'objects): {err}') from err
+    try:
+        with open(path, encoding='utf-8') as f:
+            text = f.read()
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f'FilePrior {path!r} is not a UTF-8 text file (expected '
+            f'{_TEXT_FORMATS[ext]}): {err}') from err
+    if ext == '.txt':
+        try:
+            return np.array([float(t) for t in text.split()],
+                            dtype=np.float64)
         except ValueError as err:
             raise ValueError(f'FilePrior {path!r} must hold numbers separated '
                              f'by whitespace: {err}') from err
-    with open(path) as f:
-        content = json.load(f)
+    try:
+        content = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(
+            f'FilePrior {path!r} is not valid JSON (expected '
+            f'{_TEXT_FORMATS[ext]}): {err}') from err
     if isinstance(content, dict):
         keys = [k for k in ('prior', 'counts') if k in content]
         if len(keys) != 1:
@@ -56,7 +84,11 @@ def load_prior_file(path: str) -> np.ndarray:
     if not isinstance(content, list):
         raise ValueError(f'FilePrior JSON {path!r} must hold a list of '
                          f'numbers, but holds {type(content).__name__}.')
-    return np.asarray(content, dtype=np.float64)
+    try:
+        return np.asarray(content, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f'FilePrior JSON {path!r} must hold a list of '
+                         f'numbers: {err}') from err
 
 
 @MODELS.register_module()

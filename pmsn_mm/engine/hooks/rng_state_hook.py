@@ -1,0 +1,210 @@
+"""Save the random states of every rank in checkpoints; restore on resume."""
+from typing import Any, Dict, Iterator, List, Optional
+
+from mmengine.dist import all_gather_object, get_dist_info
+from mmengine.hooks import CheckpointHook, Hook
+from mmpretrain.registry import HOOKS
+
+from pmsn_mm.utils.rng_state import (get_rng_state, rng_state_from_checkpoint,
+                                     rng_state_to_checkpoint, set_rng_state)
+
+#: Checkpoint key holding one saved state per rank (index = rank).
+CHECKPOINT_KEY = 'rng_states'
+
+
+def _checkpoint_due(runner) -> bool:
+    """Whether a ``CheckpointHook`` saves in this ``after_train_iter``.
+
+    Evaluates CheckpointHook's own rule (every ``interval`` iterations from
+    ``save_begin``, and the last iteration with ``save_last``).
+
+    Args:
+        runner: The runner, after the iteration's train step.
+    """
+    for hook in getattr(runner, 'hooks', ()):
+        if isinstance(hook, CheckpointHook) and not hook.by_epoch and (
+                hook.every_n_train_iters(runner, hook.interval,
+                                         hook.save_begin) or
+            (hook.save_last and hook.is_last_train_iter(runner))):
+            return True
+    return False
+
+
+class _RestoreBeforeFetch:
+    """Iterator proxy that restores RNG states right before fetch ``skip+1``.
+
+    ``IterBasedTrainLoop.run`` advances the dataloader ``iter`` times after a
+    resume (running the data pipeline, which draws random numbers) and then
+    fetches the first new batch; the states must be restored in between.
+
+    Args:
+        iterator: The loop's dataloader iterator.
+        skip: Number of fetches to let through first.
+        state: The state for :func:`set_rng_state`.
+    """
+
+    def __init__(self, iterator: Iterator, skip: int,
+                 state: Dict[str, Any]) -> None:
+        self.iterator = iterator
+        self.skip = skip
+        self.state: Optional[Dict[str, Any]] = state
+        self.calls = 0
+
+    def __iter__(self) -> '_RestoreBeforeFetch':
+        return self
+
+    def __next__(self) -> Any:
+        if self.calls == self.skip and self.state is not None:
+            set_rng_state(self.state)
+            self.state = None
+        self.calls += 1
+        return next(self.iterator)
+
+
+@HOOKS.register_module()
+class RNGStateHook(Hook):
+    """Make ``--resume`` continue with the random numbers of the original run.
+
+    mmengine checkpoints hold weights, optimizer, schedulers and the
+    iteration, but not the random generators, so after a resume the
+    augmentations and patch-drop masks differ from the uninterrupted run.
+    This hook stores, in ``checkpoint['rng_states']`` (a list indexed by
+    rank), the Python, numpy, torch CPU and CUDA generator states of every
+    rank, as tensors and plain numbers (:mod:`pmsn_mm.utils.rng_state`; no
+    new global for ``weights_only=True`` loading). On resume each rank
+    restores its own state at the point the original run had reached:
+
+    - ``IterBasedTrainLoop``: after mmengine has advanced the dataloader past
+      the trained iterations and right before the first new batch is
+      fetched (so the per-sample pipeline, the batched augmentation in the
+      model and the masks all replay);
+    - ``EpochBasedTrainLoop``: at the start of the first resumed epoch.
+
+    A single process reads its states when the checkpoint is saved. With
+    several ranks (``Runner.save_checkpoint`` runs on rank 0 only) they are
+    gathered with ``mmengine.dist.all_gather_object`` after each training
+    iteration in which a ``CheckpointHook`` saves (its own interval rule),
+    after each epoch and before each validation (``save_best``); a
+    checkpoint saved at any other point holds no states (with a warning).
+    Validation does not consume the training stream: the states are put back
+    after each validation, so a run gives the same result whether or when it
+    validates, and a ``save_best`` checkpoint holds the states from before
+    the validation.
+
+    With ``randomness.deterministic=True`` and ``num_workers=0`` a resumed
+    run is bit-identical to the uninterrupted one on CPU. Not covered:
+    private generators (e.g. ``BatchAugmentPreprocessor(seed=...)``),
+    dataloader worker processes, and a resume with a different number of
+    ranks (the states are then not restored, with a warning).
+    """
+
+    # After LOW hooks (ParamSchedulerHook, KNNEvalHook) and before the
+    # VERY_LOW CheckpointHook, in after_train_iter/after_train_epoch.
+    priority = 80
+
+    def __init__(self) -> None:
+        self._states: Optional[List[Dict[str, Any]]] = None
+        self._states_iter = -1
+        self._val_local: Optional[Dict[str, Any]] = None
+        self._val_states: Optional[List[Dict[str, Any]]] = None
+        self._loaded: Optional[Dict[str, Any]] = None
+        self._restore: Optional[Dict[str, Any]] = None
+        self._proxy: Optional[_RestoreBeforeFetch] = None
+
+    # ------------------------------------------------------------ saving
+    def _capture(self, runner) -> None:
+        self._states = all_gather_object(get_rng_state())
+        self._states_iter = runner.iter
+
+    def after_train_iter(self,
+                         runner,
+                         batch_idx: int,
+                         data_batch: Optional[dict] = None,
+                         outputs: Optional[dict] = None) -> None:
+        if get_dist_info()[1] > 1 and _checkpoint_due(runner):
+            self._capture(runner)
+
+    def after_train_epoch(self, runner) -> None:
+        if get_dist_info()[1] > 1:
+            self._capture(runner)
+
+    def before_val(self, runner) -> None:
+        self._val_local = get_rng_state()
+        self._val_states = all_gather_object(self._val_local)
+
+    def after_val(self, runner) -> None:
+        if self._val_local is not None:
+            set_rng_state(self._val_local)
+        self._val_local = None
+        self._val_states = None
+
+    def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
+        if self._val_states is not None:
+            states = self._val_states
+        elif get_dist_info()[1] == 1:
+            states = [get_rng_state()]
+        elif self._states is not None and self._states_iter == runner.iter:
+            states = self._states
+        else:
+            runner.logger.warning(
+                'RNGStateHook: this checkpoint was saved outside the '
+                'training/validation steps, where the random states of the '
+                'other ranks are not known; it holds none, and a resume from '
+                'it will not replay the random numbers exactly.')
+            return
+        checkpoint[CHECKPOINT_KEY] = [
+            rng_state_to_checkpoint(state) for state in states
+        ]
+
+    # ------------------------------------------------------------ resuming
+    def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
+        self._loaded = dict(
+            iter=checkpoint.get('meta', {}).get('iter'),
+            states=checkpoint.get(CHECKPOINT_KEY))
+
+    def before_train(self, runner) -> None:
+        loaded, self._loaded = self._loaded, None
+        # load_from (weights only) leaves the iteration at 0: not a resume.
+        if loaded is None or runner.iter == 0 or loaded['iter'] != runner.iter:
+            return
+        saved = loaded['states']
+        rank, world_size = get_dist_info()
+        if saved is None:
+            runner.logger.warning(
+                'RNGStateHook: the checkpoint holds no random states (saved '
+                'without RNGStateHook); the resumed run draws different '
+                'random numbers than the original run would have.')
+            return
+        if len(saved) != world_size:
+            runner.logger.warning(
+                f'RNGStateHook: the checkpoint holds the random states of '
+                f'{len(saved)} process(es) but this run has {world_size}; '
+                'they are not restored, so the resumed run draws different '
+                'random numbers than the original run would have.')
+            return
+        state = rng_state_from_checkpoint(saved[rank])
+        loop = runner.train_loop
+        if hasattr(loop, 'dataloader_iterator'):
+            self._proxy = _RestoreBeforeFetch(loop.dataloader_iterator,
+                                              runner.iter, state)
+            loop.dataloader_iterator = self._proxy
+        else:
+            self._restore = state
+        runner.logger.info(
+            f'RNGStateHook: restoring the random states of {world_size} '
+            f'process(es) saved at iteration {runner.iter}.')
+
+    def before_train_epoch(self, runner) -> None:
+        if self._restore is not None:
+            set_rng_state(self._restore)
+            self._restore = None
+
+    def before_train_iter(self,
+                          runner,
+                          batch_idx: int,
+                          data_batch: Optional[dict] = None) -> None:
+        if self._proxy is not None:
+            loop = runner.train_loop
+            if loop.dataloader_iterator is self._proxy:
+                loop.dataloader_iterator = self._proxy.iterator
+            self._proxy = None

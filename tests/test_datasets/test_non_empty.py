@@ -1,0 +1,72 @@
+"""An empty dataset is reported with its type, root and split."""
+import importlib.util
+import os.path as osp
+
+import pytest
+
+from pmsn_mm.datasets import INat18
+from pmsn_mm.datasets.non_empty import NonEmptyDatasetMixin
+from tests._configs import REPO, TINY_PMSN, write_config
+from tests._downstream_layouts import inat18_json, write_inat18
+
+EMPTY_INAT18 = """
+_base_ = './tiny.py'
+train_dataloader = dict(
+    dataset=dict(_delete_=True, type='INat18', data_root='unset',
+                 split='train', pipeline=[dict(type='PackInputs')]))
+"""
+
+
+# serialize_data=False used to end in ZeroDivisionError (DefaultSampler),
+# True in 'need at least one array to concatenate'
+@pytest.mark.parametrize('serialize', [True, False])
+def test_empty_dataset_through_train_py(tmp_path, serialize):
+    root = write_inat18(str(tmp_path), inat18_json([]), inat18_json([]))
+    write_config(tmp_path, TINY_PMSN)
+    cfg = write_config(tmp_path, EMPTY_INAT18, 'empty.py')
+    spec = importlib.util.spec_from_file_location(
+        'tool_train_empty', osp.join(REPO, 'tools', 'train.py'))
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    with pytest.raises(ValueError) as info:
+        train.main([
+            cfg, '--work-dir',
+            str(tmp_path / 'work'), '--cfg-options',
+            f'train_dataloader.dataset.data_root={root}',
+            'train_dataloader.dataset.split=val',
+            f'train_dataloader.dataset.serialize_data={serialize}',
+            f'experiment_name=empty-{serialize}'
+        ])
+    assert str(info.value) == (
+        f"INat18 is empty (data_root='{root}', split='val'): no samples were "
+        'found. Check that data_root points at the prepared dataset and that '
+        'the split has images.')
+
+
+def test_empty_after_filtering_names_the_filter():
+
+    class _Base:
+        data_root, split, ann_file = 'data/x', 'train', 'ann.json'
+        filter_cfg = dict(min_size=32)
+        data_list = [dict(img_path='a.jpg')] * 3
+
+        def filter_data(self):
+            return []
+
+    class Filtered(NonEmptyDatasetMixin, _Base):
+        pass
+
+    with pytest.raises(ValueError) as info:
+        Filtered().filter_data()
+    assert str(info.value) == (
+        "Filtered is empty (data_root='data/x', split='train', "
+        "ann_file='ann.json'): all 3 loaded samples were removed by "
+        "filter_cfg={'min_size': 32}. Check that data_root points at the "
+        'prepared dataset and that the split has images.')
+
+
+def test_non_empty_dataset_is_untouched(tmp_path):
+    root = write_inat18(
+        str(tmp_path), inat18_json([(1, 'train_val2018/a.jpg', 3)]),
+        inat18_json([]))
+    assert list(INat18(data_root=root, split='train').get_gt_labels()) == [3]

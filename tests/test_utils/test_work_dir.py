@@ -1,0 +1,135 @@
+"""Which checkpoint --resume takes, and when a work dir is refused."""
+import os
+import os.path as osp
+import shutil
+
+import pytest
+from mmengine.config import Config
+
+from pmsn_mm.utils import (existing_checkpoints, find_resume_checkpoint,
+                           newest_checkpoint, prepare_work_dir)
+
+
+def _touch(folder, *names):
+    os.makedirs(folder, exist_ok=True)
+    for name in names:
+        with open(osp.join(folder, name), 'w') as f:
+            f.write('x')
+
+
+def _record(folder, text):
+    with open(osp.join(folder, 'last_checkpoint'), 'w') as f:
+        f.write(text)
+
+
+def test_copied_work_dir_resumes_from_its_own_files(tmp_path):
+    original = str(tmp_path / 'original')
+    _touch(original, 'iter_2.pth', 'iter_4.pth')
+    _record(original, osp.join(original, 'iter_4.pth'))  # absolute
+    copy = str(tmp_path / 'copy')
+    shutil.copytree(original, copy)
+    # the original still exists, and is NOT what the copy resumes from
+    assert find_resume_checkpoint(copy) == osp.join(copy, 'iter_4.pth')
+
+
+def test_relative_record_is_resolved_in_the_work_dir(tmp_path, monkeypatch):
+    work = str(tmp_path / 'work')
+    _touch(work, 'iter_6.pth')
+    _record(work, './work_dirs/run/iter_6.pth')  # relative to the old cwd
+    monkeypatch.chdir(tmp_path)
+    assert find_resume_checkpoint(work) == osp.join(work, 'iter_6.pth')
+
+
+def test_record_outside_the_work_dir_is_used_as_written(tmp_path):
+    work, out = str(tmp_path / 'work'), str(tmp_path / 'out' / 'work')
+    _touch(out, 'iter_3.pth')
+    os.makedirs(work)
+    _record(work, osp.join(out, 'iter_3.pth'))  # CheckpointHook(out_dir=)
+    assert find_resume_checkpoint(work) == osp.join(out, 'iter_3.pth')
+
+
+@pytest.mark.parametrize('record', [None, '', '/gone/iter_2.pth'])
+def test_without_a_usable_record_the_newest_checkpoint_is_taken(
+        tmp_path, record):
+    work = str(tmp_path)
+    _touch(work, 'iter_9.pth', 'iter_10.pth', 'epoch_50.pth', 'best_x.pth',
+           'notes.pth')
+    if record is not None:
+        _record(work, record)
+    # numeric, not lexicographic; iterations before epochs
+    assert find_resume_checkpoint(work) == osp.join(work, 'iter_10.pth')
+
+
+def test_newest_epoch_checkpoint(tmp_path):
+    _touch(str(tmp_path), 'epoch_2.pth', 'epoch_11.pth')
+    assert newest_checkpoint(str(tmp_path)) == str(tmp_path / 'epoch_11.pth')
+
+
+def test_nothing_to_resume(tmp_path):
+    assert find_resume_checkpoint(str(tmp_path / 'missing')) is None
+    _touch(str(tmp_path), 'model.pth', '.iter_4.pth.ab12.tmp')
+    assert find_resume_checkpoint(str(tmp_path)) is None
+    assert existing_checkpoints(str(tmp_path)) == []
+
+
+def _cfg(work_dir, resume=False, load_from=None):
+    return Config(dict(work_dir=work_dir, resume=resume, load_from=load_from))
+
+
+def test_fresh_run_into_a_dir_with_checkpoints_is_refused(tmp_path):
+    work = str(tmp_path)
+    _touch(work, 'iter_2.pth', 'iter_4.pth', 'best_acc.pth')
+    _record(work, osp.join(work, 'iter_4.pth'))
+    with pytest.raises(FileExistsError) as info:
+        prepare_work_dir(_cfg(work))
+    assert str(info.value) == (
+        f'The work dir {work} already holds checkpoints of an earlier run '
+        '(best_acc.pth, iter_2.pth, iter_4.pth, last_checkpoint), which this '
+        f'run would overwrite. Pass --resume to continue from {work}/'
+        'iter_4.pth; pass --overwrite to delete them and start from iteration '
+        '0; or choose another --work-dir.')
+    # load_from (fine-tuning) would overwrite them too
+    with pytest.raises(FileExistsError):
+        prepare_work_dir(_cfg(work, load_from='pretrained.pth'))
+
+
+def test_overwrite_deletes_on_rank_0_only(tmp_path):
+    work = str(tmp_path)
+    _touch(work, 'iter_2.pth', 'last_checkpoint', 'config.py')
+    assert prepare_work_dir(_cfg(work), overwrite=True, rank=1) == [
+        f'--overwrite: deleted iter_2.pth, last_checkpoint from {work}; '
+        'starting from iteration 0.'
+    ]
+    assert sorted(os.listdir(work)) == ['config.py', 'iter_2.pth',
+                                        'last_checkpoint']
+    prepare_work_dir(_cfg(work), overwrite=True, rank=0)
+    assert os.listdir(work) == ['config.py']
+
+
+def test_resume_and_overwrite_exclude_each_other(tmp_path):
+    with pytest.raises(
+            ValueError,
+            match='--resume continues the run in the work dir and '
+            '--overwrite deletes its checkpoints; pass only one of them.'):
+        prepare_work_dir(_cfg(str(tmp_path), resume=True), overwrite=True)
+
+
+def test_resume_with_nothing_to_resume_starts_from_zero(tmp_path):
+    cfg = _cfg(str(tmp_path), resume=True)
+    assert prepare_work_dir(cfg) == [
+        f'--resume: no checkpoint found in {tmp_path}, starting from '
+        'iteration 0.'
+    ]
+    assert cfg.resume is False and cfg.load_from is None
+
+
+def test_resume_sets_load_from(tmp_path):
+    work = str(tmp_path)
+    _touch(work, 'iter_8.pth')
+    cfg = _cfg(work, resume=True)
+    assert prepare_work_dir(cfg) == [f'--resume: resuming from {work}/'
+                                     'iter_8.pth.']
+    assert cfg.resume is True and cfg.load_from == osp.join(work, 'iter_8.pth')
+    # an explicit checkpoint is left alone
+    cfg = _cfg(work, resume=True, load_from='other.pth')
+    assert prepare_work_dir(cfg) == [] and cfg.load_from == 'other.pth'
