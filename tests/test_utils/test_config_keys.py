@@ -103,7 +103,7 @@ train = _load_train_tool()
      "PMSNLoss got unknown config key(s) ['prior_wieght'] (did you mean "
      "'prior_weight'?); valid keys: temperature, sharpen_temperature, "
      'prior_weight, label_smoothing, use_sinkhorn, sinkhorn_iterations, '
-     'entropy_weight, kl_direction, prior.'),
+     'entropy_weight, kl_direction, prior, prior_usage.'),
     ('model.head.loss.prior.tau=0.5',
      "UniformPrior got unknown config key(s) ['tau']; it takes no config "
      'keys.'),
