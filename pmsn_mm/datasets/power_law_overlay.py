@@ -8,7 +8,8 @@ from mmpretrain.datasets import BaseDataset
 from mmpretrain.registry import DATASETS
 
 from .non_empty import NonEmptyDatasetMixin
-from .procedural_shapes import SHAPE_CLASSES, render_shapes
+from .procedural_shapes import (SHAPE_CLASSES, SHAPE_OPTIONS, render_noise,
+                                render_shapes)
 
 #: The 10 photographs scikit-image ships (``skimage.data.data_dir``) that
 #: serve as the offline background classes.
@@ -23,7 +24,7 @@ MNIST_FILES = {
     'train': ['train-images-idx3-ubyte', 'train-labels-idx1-ubyte'],
     'test': ['t10k-images-idx3-ubyte', 't10k-labels-idx1-ubyte'],
 }
-BACKGROUND_SOURCES = ('shapes', 'skimage', 'cifar10')
+BACKGROUND_SOURCES = ('shapes', 'noise', 'skimage', 'cifar10')
 DIGIT_SOURCES = ('sklearn', 'mnist')
 LABELS = ('digit', 'background')
 SPLITS = ('train', 'test')
@@ -94,7 +95,9 @@ class PowerLawOverlayDataset(NonEmptyDatasetMixin, BaseDataset):
       classes (:mod:`~pmsn_mm.datasets.procedural_shapes`: random position,
       size, rotation, grey levels, noise; every image standardised), the
       semantic background of the faithful toy (an untrained encoder is
-      near chance on it); or ``'skimage'``, random square crops of 10
+      near chance on it; ``shape_options`` narrows their within-class
+      variation); ``'noise'``, grey level plus pixel noise and no object
+      (one background class: the digit-only control); or ``'skimage'``, random square crops of 10
       photographs shipped with scikit-image (:data:`SKIMAGE_PHOTOS`), which
       an untrained encoder already separates (kept for the older configs);
     - real data, read from disk with mmpretrain's classes (never downloaded):
@@ -116,13 +119,18 @@ class PowerLawOverlayDataset(NonEmptyDatasetMixin, BaseDataset):
         digit_size: Side of the pasted digit, in pixels (≤ image_size).
         tau: Power-law exponent of the digit distribution (≥ 0).
         label: Which label is ``gt_label``: ``'digit'`` or ``'background'``.
-        background_source: ``'shapes'`` or ``'skimage'`` (offline), or
-            ``'cifar10'``.
+        background_source: ``'shapes'``, ``'noise'`` or ``'skimage'``
+            (offline), or ``'cifar10'``.
         digit_source: ``'sklearn'`` (offline) or ``'mnist'``.
         background_root: CIFAR-10 ``data_root`` (folder holding
             ``cifar-10-batches-py``); only for ``'cifar10'``.
         digit_root: MNIST ``data_root``; only for ``'mnist'``.
         channels: 3 (gray replicated, for standard backbones) or 1.
+        shape_options: Only for ``'shapes'``: keyword arguments of
+            :func:`~pmsn_mm.datasets.procedural_shapes.render_shapes`
+            (``radius_range``, ``centre_range``, ``max_angle``,
+            ``contrast_range``, ``noise_std``). Defaults to None (the
+            module's defaults).
         seed: Seed of every random choice.
         **kwargs: Passed to :class:`mmpretrain.datasets.BaseDataset`
             (``pipeline``, ``test_mode``, ``indices``, ...).
@@ -140,6 +148,7 @@ class PowerLawOverlayDataset(NonEmptyDatasetMixin, BaseDataset):
                  background_root: str = '',
                  digit_root: str = '',
                  channels: int = 3,
+                 shape_options: Optional[dict] = None,
                  seed: int = 0,
                  **kwargs) -> None:
         self._check_choice('split', split, SPLITS)
@@ -160,6 +169,15 @@ class PowerLawOverlayDataset(NonEmptyDatasetMixin, BaseDataset):
                 'image_size or lower digit_size.')
         if num_samples is not None and int(num_samples) < 1:
             raise ValueError(f'num_samples must be >= 1, got {num_samples}.')
+        shape_options = dict(shape_options or {})
+        unknown = sorted(set(shape_options) - set(SHAPE_OPTIONS))
+        if unknown:
+            raise ValueError(f'shape_options has unknown key(s) {unknown}; '
+                             f'valid keys: {", ".join(SHAPE_OPTIONS)}.')
+        if shape_options and background_source != 'shapes':
+            raise ValueError(
+                "shape_options only applies to background_source='shapes', "
+                f'got background_source={background_source!r}.')
         self.split = split
         self.num_samples = num_samples
         self.image_size = int(image_size)
@@ -171,6 +189,7 @@ class PowerLawOverlayDataset(NonEmptyDatasetMixin, BaseDataset):
         self.background_root = background_root
         self.digit_root = digit_root
         self.channels = channels
+        self.shape_options = shape_options
         self.seed = seed
         self._images: Optional[np.ndarray] = None
         self.background_classes: Tuple[str, ...] = ()
@@ -253,7 +272,12 @@ class PowerLawOverlayDataset(NonEmptyDatasetMixin, BaseDataset):
         if self.background_source == 'shapes':
             self.background_classes = SHAPE_CLASSES
             labels = rng.integers(0, len(SHAPE_CLASSES), size=num)
-            return render_shapes(labels, self.image_size, rng), labels
+            return render_shapes(labels, self.image_size, rng,
+                                 **self.shape_options), labels
+        if self.background_source == 'noise':
+            self.background_classes = ('noise', )
+            return (render_noise(num, self.image_size, rng),
+                    np.zeros(num, dtype=np.int64))
         import skimage
         from skimage import io
         photos = [

@@ -9,7 +9,7 @@ all (standardisation), so that they cannot serve as an easy, view-invariant
 nuisance feature whose thresholds would let a clustering objective meet *any*
 cluster prior without looking at the shapes or the digit.
 """
-from typing import Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -66,14 +66,50 @@ def _shape_masks(label: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return out
 
 
-def render_shapes(labels: np.ndarray, size: int,
-                  rng: np.random.Generator) -> np.ndarray:
+#: Names of the within-class variations :func:`render_shapes` can narrow.
+SHAPE_OPTIONS = ('radius_range', 'centre_range', 'max_angle',
+                 'contrast_range', 'noise_std')
+
+
+def _check_range(name: str, value: Sequence[float], low: float,
+                 high: float) -> Tuple[float, float]:
+    if (len(value) != 2 or not np.all(np.isfinite(value))
+            or not low <= value[0] <= value[1] <= high):
+        raise ValueError(f'{name} must be (min, max) with {low} <= min <= '
+                         f'max <= {high}, got {tuple(value)}.')
+    return float(value[0]), float(value[1])
+
+
+def render_shapes(labels: np.ndarray,
+                  size: int,
+                  rng: np.random.Generator,
+                  radius_range: Sequence[float] = RADIUS_RANGE,
+                  centre_range: Optional[Sequence[float]] = None,
+                  max_angle: float = 2 * np.pi,
+                  contrast_range: Sequence[float] = CONTRAST_RANGE,
+                  noise_std: float = NOISE_STD) -> np.ndarray:
     """Render one random object of each given class.
+
+    The keyword arguments set the within-class variation. Any of it that the
+    SSL augmentation does not re-randomise between two views (orientation
+    always; position and size under mild crops) is a view-invariant,
+    continuous feature that a clustering objective can cut into clusters of
+    any sizes, i.e. one that satisfies *any* cluster prior (see
+    docs/toy_prior_study.md); narrowing it is how the study removes them.
 
     Args:
         labels: Int array of shape (N,), values in ``[0, len(SHAPE_CLASSES))``.
         size: Image side S in pixels.
         rng: Random generator (all randomness comes from it).
+        radius_range: Object radius range, as a fraction of S, in (0, 0.5].
+        centre_range: Range of both centre coordinates, as a fraction of S,
+            in [0, 1]; None keeps the centre at least 0.6 radius inside the
+            image.
+        max_angle: Rotations are uniform in ``[0, max_angle]`` radians,
+            ``0 <= max_angle <= 2 pi`` (0: every object upright).
+        contrast_range: Range of the object's grey-level excess over the
+            background, >= 0.
+        noise_std: Standard deviation of the pixel noise, >= 0.
 
     Returns:
         Uint8 array of shape (N, S, S).
@@ -83,15 +119,34 @@ def render_shapes(labels: np.ndarray, size: int,
                         or labels.max() >= len(SHAPE_CLASSES)):
         raise ValueError(f'shape labels must be in [0, {len(SHAPE_CLASSES)}),'
                          f' got values in [{labels.min()}, {labels.max()}].')
+    radius_range = _check_range('radius_range', radius_range, 1e-6, 0.5)
+    if centre_range is not None:
+        centre_range = _check_range('centre_range', centre_range, 0.0, 1.0)
+    contrast_range = _check_range('contrast_range', contrast_range, 0.0,
+                                  255.0)
+    if not (np.isfinite(max_angle) and 0 <= max_angle <= 2 * np.pi):
+        raise ValueError(
+            f'max_angle must be in [0, 2 pi] radians, got {max_angle}.')
+    if not (np.isfinite(noise_std) and noise_std >= 0):
+        raise ValueError(f'noise_std must be >= 0, got {noise_std}.')
+    if noise_std == 0 and contrast_range[0] == 0:
+        raise ValueError('contrast_range starts at 0 and noise_std is 0: an '
+                         'image could be constant and cannot be standardised;'
+                         ' raise one of them.')
     num = len(labels)
-    radius = rng.uniform(*RADIUS_RANGE, size=num) * size
-    # keep the object's centre at least 0.6 radius inside the image
-    centre = rng.uniform(0.6 * radius[:, None], size - 0.6 * radius[:, None],
-                         size=(num, 2))
-    angle = rng.uniform(0, 2 * np.pi, size=num)
+    radius = rng.uniform(*radius_range, size=num) * size
+    if centre_range is None:
+        # keep the object's centre at least 0.6 radius inside the image
+        centre = rng.uniform(0.6 * radius[:, None],
+                             size - 0.6 * radius[:, None],
+                             size=(num, 2))
+    else:
+        centre = rng.uniform(centre_range[0] * size, centre_range[1] * size,
+                             size=(num, 2))
+    angle = rng.uniform(0, max_angle, size=num)
     background = rng.uniform(*BACKGROUND_LEVEL, size=num)
-    foreground = background + rng.uniform(*CONTRAST_RANGE, size=num)
-    noise = rng.normal(0, NOISE_STD, size=(num, size, size))
+    foreground = background + rng.uniform(*contrast_range, size=num)
+    noise = rng.normal(0, noise_std, size=(num, size, size))
 
     out = np.empty((num, size, size), dtype=np.uint8)
     step = 1024  # bounded memory
@@ -117,3 +172,27 @@ def render_shapes(labels: np.ndarray, size: int,
         img = STANDARD_MEAN + STANDARD_STD * (img - mean) / std
         out[sl] = np.clip(np.rint(img), 0, 255).astype(np.uint8)
     return out
+
+
+def render_noise(num: int, size: int, rng: np.random.Generator,
+                 noise_std: float = NOISE_STD) -> np.ndarray:
+    """Backgrounds without any object: grey level plus pixel noise,
+    standardised like :func:`render_shapes` (the digit-only control).
+
+    Args:
+        num: Number of images N.
+        size: Image side S in pixels.
+        rng: Random generator.
+        noise_std: Standard deviation of the pixel noise, > 0.
+
+    Returns:
+        Uint8 array of shape (N, S, S).
+    """
+    if not (np.isfinite(noise_std) and noise_std > 0):
+        raise ValueError(f'noise_std must be > 0, got {noise_std}.')
+    img = rng.uniform(*BACKGROUND_LEVEL, size=(num, 1, 1)) + rng.normal(
+        0, noise_std, size=(num, size, size))
+    mean = img.mean(axis=(1, 2), keepdims=True)
+    std = img.std(axis=(1, 2), keepdims=True)
+    img = STANDARD_MEAN + STANDARD_STD * (img - mean) / std
+    return np.clip(np.rint(img), 0, 255).astype(np.uint8)

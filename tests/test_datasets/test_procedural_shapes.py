@@ -71,3 +71,73 @@ def test_dataset_shapes_source_labels_and_power_law():
         num_samples=n, image_size=20, digit_size=8, background_source='shapes',
         channels=1, seed=2)
     np.testing.assert_array_equal(ds._images, same._images)
+
+
+def test_narrowed_variation_leaves_only_the_noise():
+    """With size, position, orientation and contrast fixed, two objects of a
+    class differ only by their noise: without noise they are identical, and
+    two classes still differ (the class is then the only invariant)."""
+    fixed = dict(radius_range=(0.3, 0.3), centre_range=(0.6, 0.6),
+                 max_angle=0.0, contrast_range=(80.0, 80.0))
+    labels = np.array([3, 3, 3, 7])
+    quiet = render_shapes(labels, 20, np.random.default_rng(0), noise_std=1e-9,
+                          **fixed)
+    np.testing.assert_array_equal(quiet[0], quiet[1])
+    np.testing.assert_array_equal(quiet[0], quiet[2])
+    assert np.abs(quiet[0].astype(int) - quiet[3].astype(int)).max() > 50
+    noisy = render_shapes(labels, 20, np.random.default_rng(0), **fixed)
+    assert not np.array_equal(noisy[0], noisy[1])
+    # the default rendering varies the object itself, not only the noise
+    free = render_shapes(labels, 20, np.random.default_rng(0), noise_std=1e-9)
+    assert not np.array_equal(free[0], free[1])
+
+
+def test_centre_range_places_the_object():
+    """Fixed centre: the object's bright pixels centre on it (a disk)."""
+    imgs = render_shapes(np.zeros(50, dtype=int), 20, np.random.default_rng(1),
+                         radius_range=(0.2, 0.2), centre_range=(0.7, 0.7),
+                         max_angle=0.0, noise_std=1e-9)
+    bright = imgs.astype(np.float64) > STANDARD_MEAN
+    ys, xs = np.nonzero(bright[0])
+    assert abs(xs.mean() + 0.5 - 14.0) < 0.3 and abs(ys.mean() + 0.5 -
+                                                     14.0) < 0.3
+
+
+@pytest.mark.parametrize('kwargs, match', [
+    (dict(radius_range=(0.3, 0.2)), 'radius_range must be'),
+    (dict(radius_range=(0.3, 0.6)), 'radius_range must be'),
+    (dict(centre_range=(-0.1, 0.5)), 'centre_range must be'),
+    (dict(max_angle=7.0), 'max_angle must be in'),
+    (dict(contrast_range=(10.0, 5.0)), 'contrast_range must be'),
+    (dict(noise_std=-1.0), 'noise_std must be >= 0'),
+    (dict(noise_std=0.0, contrast_range=(0.0, 10.0)), 'cannot be standardised'),
+])
+def test_render_options_are_validated(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        render_shapes(np.zeros(2, dtype=int), 20, np.random.default_rng(0),
+                      **kwargs)
+
+
+def test_dataset_shape_options_and_noise_background():
+    kw = dict(split='train', num_samples=40, image_size=20, digit_size=10,
+              background_source='shapes', channels=1, pipeline=[])
+    fixed = PowerLawOverlayDataset(
+        **kw, shape_options=dict(max_angle=0.0, centre_range=(0.6, 0.7)))
+    default = PowerLawOverlayDataset(**kw)
+    assert not np.array_equal(fixed._images, default._images)
+    # same labels: the options change rendering only, not the label draw
+    np.testing.assert_array_equal(fixed.get_background_labels(),
+                                  default.get_background_labels())
+    with pytest.raises(ValueError, match='unknown key.*valid keys: '
+                       'radius_range, centre_range, max_angle'):
+        PowerLawOverlayDataset(**kw, shape_options=dict(angle=0.0))
+    noise = PowerLawOverlayDataset(**{**kw, 'background_source': 'noise'})
+    assert noise.background_classes == ('noise', )
+    assert set(noise.get_background_labels().tolist()) == {0}
+    # outside the digit box there is only standardised noise: no object
+    rest = noise._images[:, 10:, :].astype(np.float64)
+    assert abs(rest.mean() - STANDARD_MEAN) < 3.0
+    with pytest.raises(ValueError, match="only applies to background_source="
+                       "'shapes'"):
+        PowerLawOverlayDataset(**{**kw, 'background_source': 'noise'},
+                               shape_options=dict(max_angle=0.0))
