@@ -38,8 +38,6 @@ train_dataloader = dict(
     dataset=dict(split='train', num_samples=5000, pipeline=train_pipeline))
 
 custom_hooks = [
-    dict(type='TargetMomentumHook', start=0.996, end=1.0),
-    dict(type='SharpenTemperatureHook', start=0.25, end=0.25),
     dict(
         type='KNNEvalHook',
         train_dataset={{_base_.knn_train_dataset}},

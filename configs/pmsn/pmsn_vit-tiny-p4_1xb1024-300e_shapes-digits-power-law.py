@@ -31,7 +31,6 @@ model = dict(
     target_momentum=0.996)
 
 custom_hooks = [
-    dict(type='TargetMomentumHook', start=0.996, end=1.0),
     dict(
         type='KNNEvalHook',
         train_dataset={{_base_.knn_train_dataset}},

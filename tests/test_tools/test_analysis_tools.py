@@ -20,7 +20,7 @@ TOY = osp.join(CONFIGS, 'pmsn',
                'pmsn_vit-mini-p4_1xb64-cpu-toy_power-law-overlay.py')
 TINY = f"""
 _base_ = '{TOY}'
-custom_hooks = [dict(type='TargetMomentumHook', start=0.996, end=1.0)]
+custom_hooks = []
 train_dataloader = dict(batch_size=16, dataset=dict(num_samples=64))
 train_cfg = dict(max_iters=2)
 default_hooks = dict(checkpoint=dict(interval=2))

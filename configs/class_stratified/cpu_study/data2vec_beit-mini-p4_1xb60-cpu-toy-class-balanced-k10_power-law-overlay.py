@@ -38,7 +38,8 @@ model = dict(
     target_layers=[2, 3],
     loss_type='smooth_l1',
     loss_beta=2.0,
-    target_momentum=0.996)
+    target_momentum=0.996,
+    target_momentum_end=1.0)
 
 optim_wrapper = dict(
     clip_grad=dict(max_norm=3.0),
@@ -46,9 +47,6 @@ optim_wrapper = dict(
         'cls_token': dict(decay_mult=0.0),
         'pos_embed': dict(decay_mult=0.0)
     }))
-custom_hooks = [
-    dict(type='TargetMomentumHook', start=0.996, end=1.0),
-    {{_base_.knn_hook}},
-]
+custom_hooks = [{{_base_.knn_hook}}]
 # the avg_featmap norm (ln2) serves evaluation only: no gradient in training
 find_unused_parameters = True

@@ -32,8 +32,4 @@ model = dict(
 
 optim_wrapper = dict(
     paramwise_cfg=dict(custom_keys={'prototypes': dict(decay_mult=0.0)}))
-custom_hooks = [
-    dict(type='TargetMomentumHook', start=0.996, end=1.0),
-    dict(type='SharpenTemperatureHook', start=0.25, end=0.25),
-    {{_base_.knn_hook}},
-]
+custom_hooks = [{{_base_.knn_hook}}]

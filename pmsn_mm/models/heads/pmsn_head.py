@@ -67,14 +67,6 @@ class PMSNHead(BaseModule):
         """
         return self.loss_module(anchors, targets, self.prototypes)
 
-    def set_sharpen_temperature(self, temperature: float) -> None:
-        """Forward the target sharpening temperature to the loss.
-
-        Args:
-            temperature: New sharpening temperature, > 0.
-        """
-        self.loss_module.set_sharpen_temperature(temperature)
-
     def extra_repr(self) -> str:
         return (f'num_prototypes={self.num_prototypes}, '
                 f'in_channels={self.in_channels}')

@@ -163,9 +163,8 @@ class PMSNLoss(nn.Module):
 
     Args:
         temperature: Cosine-similarity temperature, > 0. Defaults to 0.1.
-        sharpen_temperature: Target sharpening temperature T, > 0; can be
-            changed during training with :meth:`set_sharpen_temperature`.
-            Defaults to 0.25.
+        sharpen_temperature: Target sharpening temperature T, > 0
+            (constant, as in every MSN config). Defaults to 0.25.
         prior_weight: lambda, >= 0. Defaults to 1.0.
         label_smoothing: Prototype label smoothing, in [0, 1).
             Defaults to 0.0.
@@ -248,15 +247,6 @@ class PMSNLoss(nn.Module):
             prior = dict(type='UniformPrior')
         self.prior = MODELS.build(prior) if isinstance(prior, dict) else prior
         self._prior_cache = PriorCache(self.prior)
-
-    def set_sharpen_temperature(self, temperature: float) -> None:
-        """Set the target sharpening temperature (called by a hook).
-
-        Args:
-            temperature: New T, > 0.
-        """
-        _check_positive('sharpen_temperature', temperature)
-        self.sharpen_temperature = float(temperature)
 
     def prior_probs(self, num_prototypes: int, device: torch.device,
                     dtype: torch.dtype) -> Tensor:

@@ -4,13 +4,13 @@ from typing import Dict, List, Optional, Union
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from mmengine.model import ExponentialMovingAverage
 from mmpretrain.models.selfsup import BaseSelfSupervisor
 from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 from torch import Tensor
 
 from ..utils import forward_with_patch_drop, supports_patch_drop
+from ..utils.ema import LinearMomentumEMA
 
 
 @MODELS.register_module()
@@ -32,9 +32,10 @@ class PMSN(BaseSelfSupervisor):
 
     Views come from mmpretrain's ``MultiView`` transform, ordered
     ``[target, random_1..R, focal_1..F]`` (e.g.
-    ``num_views=[1, R, F]``). The EMA momentum and the sharpening temperature
-    are set every iteration by hooks through :meth:`set_target_momentum` and
-    :meth:`set_sharpen_temperature`.
+    ``num_views=[1, R, F]``). The target encoder is a
+    :class:`~pmsn_mm.models.utils.LinearMomentumEMA`: its momentum moves
+    linearly from ``target_momentum`` to ``target_momentum_end`` over 1.25x
+    the run (MSN), and is logged as ``target_momentum``.
 
     Args:
         backbone: Backbone config. Patch-drop needs mmpretrain's
@@ -44,8 +45,11 @@ class PMSN(BaseSelfSupervisor):
         num_random_views: R, the number of masked anchor views (≥ 1).
         mask_ratio: Fraction of patch tokens dropped from the random views,
             in [0, 1).
-        target_momentum: Initial EMA momentum of the target encoder (MSN
-            convention: fraction of the target kept per step).
+        target_momentum: Initial EMA momentum m of the target encoder,
+            ``target = m * target + (1 - m) * online``; in (0, 1).
+            Defaults to 0.996 (MSN).
+        target_momentum_end: Momentum reached after 1.25x the training
+            iterations, in (0, 1]. Defaults to 1.0 (MSN).
         pretrained: Deprecated mmpretrain argument, kept for compatibility.
         data_preprocessor: Data pre-processor config.
         init_cfg: Initialisation config.
@@ -58,6 +62,7 @@ class PMSN(BaseSelfSupervisor):
                  num_random_views: int = 1,
                  mask_ratio: float = 0.15,
                  target_momentum: float = 0.996,
+                 target_momentum_end: float = 1.0,
                  pretrained: Optional[str] = None,
                  data_preprocessor: Optional[dict] = None,
                  init_cfg: Optional[Union[List[dict], dict]] = None) -> None:
@@ -67,6 +72,12 @@ class PMSN(BaseSelfSupervisor):
         if not 0 <= mask_ratio < 1:
             raise ValueError(
                 f'mask_ratio must be in [0, 1), got {mask_ratio}.')
+        if not 0 < target_momentum < 1:
+            raise ValueError('target_momentum must be in (0, 1), got '
+                             f'{target_momentum}.')
+        if not 0 < target_momentum_end <= 1:
+            raise ValueError('target_momentum_end must be in (0, 1], got '
+                             f'{target_momentum_end}.')
         super().__init__(
             backbone=backbone,
             neck=neck,
@@ -82,38 +93,11 @@ class PMSN(BaseSelfSupervisor):
                 'backbones without patch tokens (ResNet, timm models).')
         self.num_random_views = int(num_random_views)
         self.mask_ratio = float(mask_ratio)
-        self.target_net = ExponentialMovingAverage(
+        # mmengine's EMA momentum weighs the *online* parameters
+        self.target_net = LinearMomentumEMA(
             nn.Sequential(self.backbone, self.neck),
-            momentum=1.0 - self._check_momentum(target_momentum))
-
-    @staticmethod
-    def _check_momentum(momentum: float) -> float:
-        if not 0 <= momentum <= 1:
-            raise ValueError(
-                f'target momentum must be in [0, 1], got {momentum}.')
-        return float(momentum)
-
-    def set_target_momentum(self, momentum: float) -> None:
-        """Set the EMA momentum m: ``target = m * target + (1 - m) * online``.
-
-        Args:
-            momentum: Value in [0, 1] (MSN: 0.996 → 1.0).
-        """
-        # mmengine's EMA weighs the *online* parameters by its momentum
-        self.target_net.momentum = 1.0 - self._check_momentum(momentum)
-
-    @property
-    def target_momentum(self) -> float:
-        """The current EMA momentum in MSN's convention."""
-        return 1.0 - self.target_net.momentum
-
-    def set_sharpen_temperature(self, temperature: float) -> None:
-        """Set the target sharpening temperature T of the loss.
-
-        Args:
-            temperature: Positive temperature (MSN: 0.25).
-        """
-        self.head.set_sharpen_temperature(temperature)
+            momentum=1.0 - float(target_momentum),
+            end_momentum=1.0 - float(target_momentum_end))
 
     def _encode(self, views: List[Tensor], mask_ratio: float) -> Tensor:
         """Online backbone + neck on same-size views in one forward.
@@ -184,7 +168,8 @@ class PMSN(BaseSelfSupervisor):
             data_samples: Unused (self-supervised).
 
         Returns:
-            Losses (``loss_*``) and statistics of :class:`PMSNLoss`.
+            Losses (``loss_*``) and statistics of :class:`PMSNLoss`, plus
+            the EMA momentum of this step, ``target_momentum``.
         """
         if not isinstance(inputs, (list, tuple)) or \
                 len(inputs) < 1 + self.num_random_views:
@@ -206,4 +191,7 @@ class PMSN(BaseSelfSupervisor):
         anchors = [self._encode(random_views, self.mask_ratio)]
         if focal_views:
             anchors.append(self._encode(focal_views, 0.0))
-        return self.head.loss(torch.cat(anchors), targets)
+        losses = self.head.loss(torch.cat(anchors), targets)
+        losses['target_momentum'] = targets.new_tensor(
+            1.0 - self.target_net.current_momentum)
+        return losses

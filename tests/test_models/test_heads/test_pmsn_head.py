@@ -73,14 +73,6 @@ def test_gradient_flow():
         assert param.grad is None
 
 
-def test_set_sharpen_temperature_forwards_to_loss():
-    head = PMSNHead(num_prototypes=4, in_channels=8)
-    head.set_sharpen_temperature(0.1)
-    assert head.loss_module.sharpen_temperature == 0.1
-    with pytest.raises(ValueError, match='sharpen_temperature must be in'):
-        head.set_sharpen_temperature(0.0)
-
-
 def test_prototypes_get_no_weight_decay():
 
     class Model(nn.Module):
