@@ -18,6 +18,7 @@ from typing import List, Optional
 
 import torch
 from mmengine.config import Config
+from mmengine.logging import MessageHub
 from mmengine.optim import build_optim_wrapper
 from mmengine.registry import init_default_scope
 
@@ -64,6 +65,9 @@ def main(argv: Optional[List[str]] = None) -> dict:
     model = MODELS.build(cfg.model).to(device).train()
     optim = build_optim_wrapper(model, cfg.optim_wrapper)
     views = [torch.randn(batch, 3, s, s, device=device) for s in sizes]
+    # the EMA target's momentum schedule reads the run length (as in a Runner)
+    MessageHub.get_current_instance().update_info('max_iters',
+                                                  args.warmup + args.steps)
 
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if device.type == 'cuda':
