@@ -28,7 +28,7 @@ model = dict(
         std={{_base_.data_preprocessor.std}},
         to_rgb=False),
     backbone=dict(
-        type='VisionTransformer',
+        type='MSNViT',
         arch=dict(
             embed_dims=64, num_layers=4, num_heads=4,
             feedforward_channels=256),

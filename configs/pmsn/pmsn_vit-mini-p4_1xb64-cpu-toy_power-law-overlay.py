@@ -53,7 +53,7 @@ model = dict(
         std={{_base_.data_preprocessor.std}},
         to_rgb=False),
     backbone=dict(
-        type='VisionTransformer',
+        type='MSNViT',
         arch=dict(
             embed_dims=96, num_layers=4, num_heads=3,
             feedforward_channels=384),

@@ -3,7 +3,7 @@
 model = dict(
     type='PMSN',
     backbone=dict(
-        type='VisionTransformer',
+        type='MSNViT',
         arch='deit-small',
         img_size=224,
         patch_size=16,

@@ -14,7 +14,7 @@ model = dict(
     type='PMSN',
     data_preprocessor={{_base_.toy_preprocessor}},
     backbone=dict(
-        type='VisionTransformer',
+        type='MSNViT',
         arch=dict(embed_dims=96, num_layers=4, num_heads=3,
                   feedforward_channels=384),
         img_size=32, patch_size=4, drop_path_rate=0.0),

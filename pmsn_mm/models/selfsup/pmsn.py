@@ -1,4 +1,5 @@
 """PMSN: Masked Siamese Networks with an arbitrary cluster prior."""
+import inspect
 from typing import Dict, List, Optional, Union
 
 import torch
@@ -9,7 +10,6 @@ from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 from torch import Tensor
 
-from ..utils import forward_with_patch_drop, supports_patch_drop
 from ..utils.ema import LinearMomentumEMA
 
 
@@ -38,8 +38,10 @@ class PMSN(BaseSelfSupervisor):
     the run (MSN), and is logged as ``target_momentum``.
 
     Args:
-        backbone: Backbone config. Patch-drop needs mmpretrain's
-            ``VisionTransformer``; any backbone works with ``mask_ratio=0``.
+        backbone: Backbone config. Patch-drop needs a backbone whose
+            ``forward`` takes ``mask_ratio``
+            (:class:`~pmsn_mm.models.backbones.MSNViT`); any backbone works
+            with ``mask_ratio=0``.
         neck: Projector config, e.g. ``MSNProjector``.
         head: Prototype head config, e.g. ``PMSNHead``.
         num_random_views: R, the number of masked anchor views (≥ 1).
@@ -85,12 +87,15 @@ class PMSN(BaseSelfSupervisor):
             pretrained=pretrained,
             data_preprocessor=data_preprocessor,
             init_cfg=init_cfg)
-        if mask_ratio > 0 and not supports_patch_drop(self.backbone):
+        if mask_ratio > 0 and 'mask_ratio' not in inspect.signature(
+                self.backbone.forward).parameters:
             raise ValueError(
-                f'mask_ratio={mask_ratio} needs a token-based backbone '
-                "(mmpretrain's VisionTransformer family), but the backbone is "
-                f'{type(self.backbone).__name__}; set mask_ratio=0 for '
-                'backbones without patch tokens (ResNet, timm models).')
+                f'mask_ratio={mask_ratio} needs a token-based backbone whose '
+                "forward takes mask_ratio (MSNViT, mmpretrain's "
+                'VisionTransformer with patch-drop), but the backbone is '
+                f'{type(self.backbone).__name__}; use MSNViT, or set '
+                'mask_ratio=0 for backbones without patch tokens (ResNet, '
+                'timm models).')
         self.num_random_views = int(num_random_views)
         self.mask_ratio = float(mask_ratio)
         # mmengine's EMA momentum weighs the *online* parameters
@@ -109,8 +114,9 @@ class PMSN(BaseSelfSupervisor):
         Returns:
             Tensor of shape (V * B, D), view-major.
         """
-        feats = forward_with_patch_drop(self.backbone, torch.cat(views),
-                                        mask_ratio)
+        x = torch.cat(views)
+        feats = self.backbone(x, mask_ratio=mask_ratio) \
+            if mask_ratio > 0 else self.backbone(x)
         return self.neck(feats)[0]
 
     def extract_feat(self, inputs: Union[Tensor, List[Tensor]]) -> Tensor:

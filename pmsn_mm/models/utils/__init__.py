@@ -5,9 +5,8 @@ from .batch_augment_preprocessor import BatchAugmentPreprocessor
 from .dist import (all_reduce_mean_with_grad, all_reduce_sum,
                    concat_all_gather, get_world_size)
 from .ema import LinearMomentumEMA
-from .patch_drop import (drop_patch_tokens, forward_with_patch_drop,
-                         num_kept_tokens, random_keep_indices,
-                         supports_patch_drop, vit_forward_with_patch_drop)
+from .patch_drop import (PatchDrop, check_mask_ratio, drop_patch_tokens,
+                         num_kept_tokens, random_keep_indices)
 from .prior_cache import PriorCache
 from .sinkhorn import check_col_marginal, distributed_sinkhorn
 
@@ -16,7 +15,6 @@ __all__ = [
     'sample_crop_boxes',
     'all_reduce_mean_with_grad', 'all_reduce_sum', 'concat_all_gather',
     'get_world_size', 'LinearMomentumEMA', 'PriorCache', 'check_col_marginal',
-    'distributed_sinkhorn', 'drop_patch_tokens',
-    'forward_with_patch_drop', 'num_kept_tokens', 'random_keep_indices',
-    'supports_patch_drop', 'vit_forward_with_patch_drop'
+    'distributed_sinkhorn', 'PatchDrop', 'check_mask_ratio',
+    'drop_patch_tokens', 'num_kept_tokens', 'random_keep_indices'
 ]

@@ -1,18 +1,19 @@
+"""MSNViT: patch-drop after the position embedding, the parent's forward and
+state dict otherwise."""
 import pytest
 import torch
-from mmpretrain.models.backbones import ResNet, VisionTransformer
-from mmpretrain.models.backbones.deit import DistilledVisionTransformer
+from mmpretrain.models.backbones import VisionTransformer
+from mmpretrain.registry import MODELS
 
-from pmsn_mm.models.utils import (drop_patch_tokens, forward_with_patch_drop,
-                                  random_keep_indices, supports_patch_drop,
-                                  vit_forward_with_patch_drop)
+from pmsn_mm.models.backbones import MSNViT
+from pmsn_mm.models.utils import random_keep_indices
 
 ARCH = dict(embed_dims=32, num_layers=2, num_heads=2, feedforward_channels=64)
 
 
 def _vit(**kwargs):
     torch.manual_seed(0)
-    vit = VisionTransformer(arch=ARCH, img_size=32, patch_size=8, **kwargs)
+    vit = MSNViT(arch=ARCH, img_size=32, patch_size=8, **kwargs)
     # Non-zero cls token / pos embed so that the CLS check is meaningful.
     with torch.no_grad():
         if vit.cls_token is not None:
@@ -36,11 +37,23 @@ def _images(batch=3):
 ])
 def test_mask_ratio_zero_equals_vit_forward(kwargs):
     vit, x = _vit(**kwargs), _images()
-    expected = vit(x)
-    out = vit_forward_with_patch_drop(vit, x, 0.0)
-    assert len(out) == len(expected)
-    for a, b in zip(out, expected):
-        assert torch.equal(a, b)
+    plain = VisionTransformer(arch=ARCH, img_size=32, patch_size=8, **kwargs)
+    plain.load_state_dict(vit.state_dict())  # same keys, strict
+    plain.eval()
+    expected = plain(x)
+    for out in (vit(x), vit(x, mask_ratio=0.0)):
+        assert len(out) == len(expected)
+        for a, b in zip(out, expected):
+            assert torch.equal(a, b)
+
+
+def test_state_dict_is_a_vision_transformers():
+    vit = _vit()
+    plain = VisionTransformer(arch=ARCH, img_size=32, patch_size=8)
+    assert list(vit.state_dict()) == list(plain.state_dict())
+    vit.load_state_dict(plain.state_dict())
+    assert isinstance(MODELS.build(dict(type='MSNViT', arch=ARCH,
+                                        img_size=32, patch_size=8)), MSNViT)
 
 
 def test_dropped_tokens_and_cls_first():
@@ -48,12 +61,16 @@ def test_dropped_tokens_and_cls_first():
     seen = {}
     vit.layers[0].register_forward_hook(
         lambda mod, inp, out: seen.setdefault('tokens', inp[0]))
-    out = vit_forward_with_patch_drop(vit, x, 0.5)
+    out = vit(x, mask_ratio=0.5)
     assert out[0].shape == (3, 32)
     # 16 patches -> 1 + floor(16 * 0.5) tokens.
     assert seen['tokens'].shape == (3, 1 + 8, 32)
     cls = (vit.cls_token + vit.pos_embed[:, :1]).expand(3, -1, -1)
     torch.testing.assert_close(seen['tokens'][:, :1], cls)
+    # the next call without mask_ratio sees every token again
+    seen.clear()
+    vit(x)
+    assert seen['tokens'].shape == (3, 1 + 16, 32)
 
 
 def test_kept_tokens_are_the_chosen_patches():
@@ -61,8 +78,7 @@ def test_kept_tokens_are_the_chosen_patches():
     seen = {}
     vit.layers[0].register_forward_hook(
         lambda mod, inp, out: seen.setdefault('tokens', inp[0]))
-    vit_forward_with_patch_drop(
-        vit, x, 0.25, generator=torch.Generator().manual_seed(3))
+    vit(x, mask_ratio=0.25, generator=torch.Generator().manual_seed(3))
     full, _ = vit.patch_embed(x)
     full = full + vit.pos_embed[:, 1:]
     keep = random_keep_indices(3, 16, 12, x.device,
@@ -76,63 +92,26 @@ def test_no_cls_token_keeps_only_patches():
     seen = {}
     vit.layers[0].register_forward_hook(
         lambda mod, inp, out: seen.setdefault('tokens', inp[0]))
-    out = vit_forward_with_patch_drop(vit, x, 0.15)
+    out = vit(x, mask_ratio=0.15)
     assert seen['tokens'].shape == (3, 13, 32)  # floor(16 * 0.85)
     assert out[0].shape == (3, 32)
-
-
-def test_keep_indices_independent_per_sample():
-    gen = torch.Generator().manual_seed(0)
-    keep = random_keep_indices(64, 16, 8, torch.device('cpu'), gen)
-    assert keep.shape == (64, 8)
-    assert torch.all(keep[:, 1:] > keep[:, :-1])  # sorted, distinct
-    assert len({tuple(row.tolist()) for row in keep}) > 1
-
-
-def test_drop_patch_tokens_keeps_extra_tokens():
-    tokens = torch.arange(2 * 5 * 1, dtype=torch.float32).reshape(2, 5, 1)
-    out = drop_patch_tokens(tokens, 2, num_extra_tokens=1)
-    assert out.shape == (2, 3, 1)
-    assert torch.equal(out[:, 0], tokens[:, 0])
-
-
-def test_supports_patch_drop():
-    assert supports_patch_drop(_vit())
-    assert not supports_patch_drop(ResNet(depth=18))
-    assert not supports_patch_drop(
-        DistilledVisionTransformer(arch=ARCH, img_size=32, patch_size=8))
-
-
-def test_resnet_with_mask_ratio_raises():
-    resnet = ResNet(depth=18)
-    resnet.eval()
-    with pytest.raises(
-            ValueError, match='mask_ratio=0.5.*VisionTransformer.*ResNet'):
-        forward_with_patch_drop(resnet, _images(1), 0.5)
-    # mask_ratio 0 just runs the backbone.
-    out = forward_with_patch_drop(resnet, _images(1), 0.0)
-    assert torch.equal(out[-1], resnet(_images(1))[-1])
-
-
-def test_timm_model_with_mask_ratio_raises():
-    timm_vit = pytest.importorskip('timm').models.vision_transformer
-    model = timm_vit.VisionTransformer(
-        img_size=32, patch_size=8, embed_dim=32, depth=1, num_heads=2)
-    with pytest.raises(ValueError, match='mask_ratio=0.3.*VisionTransformer'):
-        forward_with_patch_drop(model, _images(1), 0.3)
 
 
 @pytest.mark.parametrize('ratio', [-0.1, 1.0, 1.5])
 def test_invalid_mask_ratio(ratio):
     with pytest.raises(ValueError, match=r'mask_ratio must be in \[0, 1\)'):
-        vit_forward_with_patch_drop(_vit(), _images(1), ratio)
+        _vit()(_images(1), mask_ratio=ratio)
 
 
 def test_mask_ratio_keeping_no_patch():
+    vit = _vit()
     with pytest.raises(ValueError, match='mask_ratio=0.95 keeps no patch'):
-        vit_forward_with_patch_drop(_vit(), _images(1), 0.95)
+        vit(_images(1), mask_ratio=0.95)
+    # the failed call leaves the backbone unmasked
+    assert vit(_images(1))[0].shape == (1, 32)
+    assert vit.drop_after_pos.patch_drop.mask_ratio == 0.0
 
 
 def test_featmap_with_mask_ratio_raises():
     with pytest.raises(ValueError, match="mask_ratio=0.5.*out_type='featmap'"):
-        vit_forward_with_patch_drop(_vit(out_type='featmap'), _images(1), 0.5)
+        _vit(out_type='featmap')(_images(1), mask_ratio=0.5)

@@ -11,9 +11,9 @@ from mmpretrain.registry import MODELS
 D = 32
 
 
-def _vit():
+def _vit(type='MSNViT'):
     return dict(
-        type='VisionTransformer',
+        type=type,
         arch=dict(embed_dims=48, num_layers=2, num_heads=3,
                   feedforward_channels=96),
         img_size=32, patch_size=8)
@@ -139,6 +139,32 @@ def test_bad_settings_raise(kwargs, match):
     channels = 512 if kwargs.get('mask_ratio') == 0.2 else 48
     with pytest.raises(ValueError, match=match):
         _pmsn(backbone, channels, **kwargs)
+
+
+@pytest.mark.parametrize('backbone, channels, match', [
+    (dict(type='ResNet', depth=18), 512,
+     'mask_ratio=0.5.*VisionTransformer.*ResNet'),
+    (dict(type='TIMMBackbone', model_name='vit_tiny_patch16_224',
+          pretrained=False, num_classes=0, img_size=32, patch_size=8),
+     192, 'mask_ratio=0.5.*VisionTransformer.*TIMMBackbone'),
+    (_vit(type='VisionTransformer'), 48, 'use MSNViT'),
+])
+def test_patch_drop_needs_a_backbone_taking_mask_ratio(backbone, channels,
+                                                       match):
+    with pytest.raises(ValueError, match=match):
+        _pmsn(backbone, channels, mask_ratio=0.5)
+
+
+def test_mask_ratio_zero_runs_plain_backbones_unchanged():
+    for backbone, channels in ((dict(type='ResNet_CIFAR', depth=18), 512),
+                               (_vit(type='VisionTransformer'), 48)):
+        model = _pmsn(backbone, channels, mask_ratio=0.0)
+        model.eval()
+        x = torch.randn(2, 3, 32, 32)
+        with torch.no_grad():
+            expected = model.neck(model.backbone(x))[0]
+            torch.testing.assert_close(model._encode([x], 0.0), expected,
+                                       rtol=0, atol=0)
 
 
 def test_too_few_views_raise():
