@@ -45,15 +45,15 @@ model = dict(
         type='PMSNHead',
         num_prototypes=num_prototypes,
         in_channels=128,
+        temperature=0.1,
+        prior=dict(type='PowerLawPrior', tau=0.5),
         loss=dict(
             type='PMSNLoss',
-            temperature=0.1,
             sharpen_temperature=0.25,
             # paper: 100; at this scale 100 keeps every anchor close to the
             # prior itself (soft p_i, no partition), see
             # docs/toy_prior_study.md
-            prior_weight=10.0,
-            prior=dict(type='PowerLawPrior', tau=0.5))),
+            prior_weight=10.0)),
     num_random_views=1,
     mask_ratio=0.05,
     # EMA momentum 0.98 -> 1.0 over 1.25x the run (MSN's schedule shape)

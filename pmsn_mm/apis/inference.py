@@ -14,7 +14,7 @@ from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
 from pmsn_mm.evaluation.functional import batch_features, last_output
-from pmsn_mm.models.losses import prototype_log_probabilities
+from pmsn_mm.models.heads import prototype_log_probabilities
 
 STAGES = ('backbone', 'neck')
 
@@ -217,21 +217,55 @@ def neck_embeddings(model: nn.Module, feats: Tensor) -> Tensor:
 
 @torch.no_grad()
 def prototype_probabilities(model: nn.Module, embeddings: Tensor) -> Tensor:
-    """Prototype probabilities of neck embeddings, as the PMSN loss computes
-    them (its temperature and label smoothing); for SwAV-style models the
-    predicted assignments ``softmax(cos / temperature)``.
+    """Prototype probabilities of neck embeddings: the head's
+    ``probabilities`` (PMSN: as in the loss); for SwAV-style models the
+    predicted assignments ``softmax(cos / temperature)`` of the loss.
 
     Args:
-        model: A model with prototypes (see :func:`prototype_matrix`) and
-            ``head.loss_module.temperature``.
+        model: A PMSN model, or a SwAV-style one (see
+            :func:`prototype_matrix`, ``head.loss_module.temperature``).
         embeddings: Tensor of shape (N, D).
 
     Returns:
-        Tensor of shape (N, K).
+        Tensor of shape (N, K), float32 on the CPU.
     """
-    loss = model.head.loss_module
+    head = model.head
+    if hasattr(head, 'probabilities'):
+        return head.probabilities(
+            embeddings.to(head.prototypes.device,
+                          head.prototypes.dtype)).float().cpu()
     prototypes = prototype_matrix(model).detach().float().cpu()
     return prototype_log_probabilities(embeddings.float().cpu(), prototypes,
-                                       loss.temperature,
-                                       getattr(loss, 'label_smoothing',
-                                               0.0)).exp()
+                                       head.loss_module.temperature).exp()
+
+
+def cluster_prior(model: nn.Module) -> nn.Module:
+    """The cluster prior module of a prototype model: ``head.prior``
+    (PMSN) or the loss's ``prior`` (PSwAV).
+
+    Args:
+        model: A PMSN or PSwAV model.
+
+    Returns:
+        The ``BasePrior``.
+    """
+    prior = getattr(model.head, 'prior', None)
+    if prior is None:
+        prior = getattr(model.head.loss_module, 'prior', None)
+    if prior is None:
+        raise AttributeError(f'{type(model).__name__} has neither head.prior '
+                             '(PMSN) nor head.loss_module.prior (PSwAV).')
+    return prior
+
+
+def prior_probabilities(model: nn.Module) -> Tensor:
+    """The prior over the model's K prototypes, float64 on the CPU.
+
+    Args:
+        model: A PMSN or PSwAV model.
+
+    Returns:
+        Tensor of shape (K,).
+    """
+    return cluster_prior(model).probs(
+        prototype_matrix(model).shape[0], torch.device('cpu'), torch.float64)

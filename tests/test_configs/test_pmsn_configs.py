@@ -32,7 +32,7 @@ def _point_at(cfg, root):
                   num_samples=16)
     else:
         ds.data_root = root
-    prior = cfg.model.head.loss.prior
+    prior = cfg.model.head.prior
     if prior.type == 'ClassPrior':
         prior.dataset.data_root = root
 
@@ -63,8 +63,8 @@ def test_config_builds(path, tmp_path):
     _build_transforms(cfg.train_dataloader.dataset.pipeline)
     # the prior has one probability per prototype
     k = model.head.num_prototypes
-    if cfg.model.head.loss.prior.type != 'ClassPrior':
-        probs = model.head.loss_module.prior(k, torch.float64)
+    if cfg.model.head.prior.type != 'ClassPrior':
+        probs = model.head.prior_probs(dtype=torch.float64)
         assert probs.shape == (k, )
         assert float(probs.sum()) == pytest.approx(1.0)
 
@@ -75,7 +75,7 @@ def test_paper_settings():
                  'pmsn_vit-small-p16_32xb128-300e_inat18-power-law.py'))
     assert inat.model.head.num_prototypes == 8142
     assert inat.model.head.loss.prior_weight == 5.0
-    assert inat.model.head.loss.prior == dict(type='PowerLawPrior', tau=0.25)
+    assert inat.model.head.prior == dict(type='PowerLawPrior', tau=0.25)
     assert inat.model.mask_ratio == 0.15
     multiview = inat.train_dataloader.dataset.pipeline[1]
     assert multiview.num_views == [1, 1, 10]

@@ -53,13 +53,13 @@ def test_toy_configs_inherit_the_toy_job():
     assert pswav.model.backbone == expected
     assert pswav.model.head.loss.num_prototypes == \
         toy.model.head.num_prototypes
-    assert pswav.model.head.loss.prior == toy.model.head.loss.prior
+    assert pswav.model.head.loss.prior == toy.model.head.prior
     # no EMA target in PSwAV (the PMSN model's schedule is not inherited)
     assert 'target_momentum' not in pswav.model
     sinkhorn = Config.fromfile(SINKHORN)
     assert sinkhorn.model.head.loss.use_sinkhorn is True
-    assert sinkhorn.model.head.loss.prior == toy.model.head.loss.prior
-    adaptive = Config.fromfile(ADAPTIVE).model.head.loss.prior
+    assert sinkhorn.model.head.prior == toy.model.head.prior
+    adaptive = Config.fromfile(ADAPTIVE).model.head.prior
     assert adaptive.type == 'AdaptivePowerLawPrior'
     assert adaptive.num_prototypes == toy.model.head.num_prototypes
 
@@ -81,11 +81,11 @@ def test_toy_config_runs_two_iterations(path, keys, tmp_path):
     assert 0 <= results['digit_label'] <= 100
     ckpt = torch.load(osp.join(str(tmp_path), 'iter_2.pth'))
     if path == ADAPTIVE:
-        prior = runner.model.head.loss_module.prior
+        prior = runner.model.head.prior
         assert prior.num_updates.item() == 2
         state = ckpt['state_dict']
-        assert state['head.loss_module.prior.num_updates'].item() == 2
-        assert torch.equal(state['head.loss_module.prior.tau'], prior.tau)
+        assert state['head.prior.num_updates'].item() == 2
+        assert torch.equal(state['head.prior.tau'], prior.tau)
         assert hub.get_scalar('train/prior_tau').current() == pytest.approx(
             prior.tau.item())
     if path == PSWAV:

@@ -24,8 +24,10 @@ model = dict(
         type='PMSNHead',
         num_prototypes=10,
         in_channels=128,
-        loss=dict(type='PMSNLoss', temperature=0.1, sharpen_temperature=0.25,
-                  prior_weight=100.0, prior=dict(type='UniformPrior'))),
+        temperature=0.1,
+        prior=dict(type='UniformPrior'),
+        loss=dict(type='PMSNLoss', sharpen_temperature=0.25,
+                  prior_weight=100.0)),
     num_random_views=1,
     mask_ratio=0.05,
     target_momentum=0.996)

@@ -19,7 +19,6 @@ from mmpretrain.registry import MODELS
 from torch import Tensor, nn
 
 from ..utils.dist import all_reduce_sum
-from ..utils.prior_cache import PriorCache
 from ..utils.sinkhorn import distributed_sinkhorn
 from .pmsn_loss import global_mean_usage, kl_divergence
 
@@ -142,21 +141,12 @@ class PSwAVLoss(SwAVLoss):
         if prior is None:
             prior = dict(type='UniformPrior')
         self.prior = MODELS.build(prior) if isinstance(prior, dict) else prior
-        self._prior_cache = PriorCache(self.prior)
 
     def prior_probs(self, num_prototypes: int, device: torch.device,
                     dtype: torch.dtype) -> Tensor:
-        """The prior as a tensor (see :class:`PriorCache`).
-
-        Args:
-            num_prototypes: K.
-            device: Target device.
-            dtype: Target dtype.
-
-        Returns:
-            Tensor of shape (K,).
-        """
-        return self._prior_cache.probs(num_prototypes, device, dtype)
+        """``self.prior.probs(...)``: the prior over K prototypes, shape
+        (K,) (cached for fixed priors)."""
+        return self.prior.probs(num_prototypes, device, dtype)
 
     def codes(self, scores: Tensor, prior: Tensor) -> Tensor:
         """Prior-matched Sinkhorn codes of prototype scores.
@@ -175,7 +165,7 @@ class PSwAVLoss(SwAVLoss):
         return distributed_sinkhorn(
             torch.exp((scores - shift) / self.epsilon),
             self.sinkhorn_iterations,
-            self._prior_cache.sinkhorn_marginal(prior.to(scores.dtype)))
+            self.prior.sinkhorn_marginal(prior.to(scores.dtype)))
 
     def forward(self, x: Tensor) -> Dict[str, Tensor]:
         """Compute the PSwAV loss.

@@ -7,14 +7,13 @@ from .dist import (all_reduce_mean_with_grad, all_reduce_sum,
 from .ema import LinearMomentumEMA
 from .patch_drop import (PatchDrop, check_mask_ratio, drop_patch_tokens,
                          num_kept_tokens, random_keep_indices)
-from .prior_cache import PriorCache
 from .sinkhorn import check_col_marginal, distributed_sinkhorn
 
 __all__ = [
     'BatchAugmentPreprocessor', 'color_jitter', 'resized_crop_flip',
     'sample_crop_boxes',
     'all_reduce_mean_with_grad', 'all_reduce_sum', 'concat_all_gather',
-    'get_world_size', 'LinearMomentumEMA', 'PriorCache', 'check_col_marginal',
+    'get_world_size', 'LinearMomentumEMA', 'check_col_marginal',
     'distributed_sinkhorn', 'PatchDrop', 'check_mask_ratio',
     'drop_patch_tokens', 'num_kept_tokens', 'random_keep_indices'
 ]

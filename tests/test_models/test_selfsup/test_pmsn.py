@@ -29,8 +29,8 @@ def _pmsn(backbone, in_channels, mask_ratio=0.0, num_random_views=1,
                       hidden_channels=64, out_channels=D),
             head=dict(
                 type='PMSNHead', num_prototypes=7, in_channels=D,
-                loss=dict(type='PMSNLoss', prior_weight=5.0,
-                          prior=prior or dict(type='PowerLawPrior', tau=0.5))),
+                prior=prior or dict(type='PowerLawPrior', tau=0.5),
+                loss=dict(type='PMSNLoss', prior_weight=5.0)),
             num_random_views=num_random_views,
             mask_ratio=mask_ratio,
             **kwargs))
