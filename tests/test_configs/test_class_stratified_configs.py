@@ -88,7 +88,7 @@ def test_imagenet_config_builds_model_and_pipeline(path):
         assert cfg.optim_wrapper.clip_grad.max_norm == 3.0
         assert cfg.optim_wrapper.optimizer.weight_decay == 0.05
     if expected_type == 'VICReg':
-        assert model.neck.out_channels == 8192
+        assert model.neck.fc2.out_features == 8192
         assert cfg.optim_wrapper.optimizer.type == 'LARS'
         assert cfg.optim_wrapper.optimizer.weight_decay == 1e-6
 

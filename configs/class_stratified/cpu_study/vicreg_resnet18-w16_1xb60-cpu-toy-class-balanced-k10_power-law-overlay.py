@@ -14,7 +14,9 @@ model = dict(
     data_preprocessor={{_base_.toy_preprocessor}},
     backbone=dict(type='ResNet_CIFAR', depth=18, stem_channels=16,
                   base_channels=16, zero_init_residual=True),
-    neck=dict(type='VICRegExpander', in_channels=128,
-              channels=(512, 512, 512)),
+    neck=dict(type='NonLinearNeck', in_channels=128, hid_channels=512,
+              out_channels=512, num_layers=3, with_bias=True,
+              with_last_bn=False, with_last_bias=False, with_avg_pool=True,
+              norm_cfg=dict(type='BN1d')),
     loss=dict(type='VICRegLoss', invariance_weight=25.0,
               variance_weight=25.0, covariance_weight=1.0))
