@@ -15,11 +15,12 @@ from typing import Dict, Optional
 
 import torch
 import torch.nn.functional as F
+from mmengine.dist import all_reduce
 from mmpretrain.registry import MODELS
 from torch import Tensor, nn
 
 from ..priors import BasePrior
-from ..utils.dist import all_reduce_mean_with_grad, all_reduce_sum
+from ..utils.dist import all_reduce_mean_with_grad
 from ..utils.sinkhorn import distributed_sinkhorn
 
 KL_DIRECTIONS = ('forward', 'reverse')
@@ -90,7 +91,8 @@ def global_mean_usage(probs: Tensor) -> Tensor:
         all-reduce of K + 1 values).
     """
     count = probs.new_full((1, ), float(probs.shape[0]), dtype=torch.float64)
-    totals = all_reduce_sum(torch.cat([probs.double().sum(dim=0), count]))
+    totals = torch.cat([probs.double().sum(dim=0), count])
+    all_reduce(totals, op='sum')
     return totals[:-1] / totals[-1]
 
 
@@ -283,7 +285,8 @@ class PMSNLoss(nn.Module):
         used[target_probs.argmax(dim=1)] = 1.0
         max_sum = target_probs.max(dim=1).values.sum().double().reshape(1)
         count = used.new_tensor([float(target_probs.shape[0])])
-        totals = all_reduce_sum(torch.cat([used, max_sum, count]))
+        totals = torch.cat([used, max_sum, count])
+        all_reduce(totals, op='sum')
         dtype = target_probs.dtype
         return dict(
             prior_kl=prior_kl.detach(),

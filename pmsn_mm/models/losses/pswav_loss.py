@@ -18,7 +18,6 @@ from mmpretrain.models.losses import SwAVLoss
 from mmpretrain.registry import MODELS
 from torch import Tensor, nn
 
-from ..utils.dist import all_reduce_sum
 from ..utils.sinkhorn import distributed_sinkhorn
 from .pmsn_loss import global_mean_usage, kl_divergence
 
@@ -255,8 +254,8 @@ class PSwAVLoss(SwAVLoss):
         used = codes.new_zeros(num_protos, dtype=torch.float64)
         used[codes.argmax(dim=1)] = 1.0
         count = used.new_tensor([float(codes.shape[0])])
-        totals = all_reduce_sum(
-            torch.cat([used, codes.double().sum(dim=0), count]))
+        totals = torch.cat([used, codes.double().sum(dim=0), count])
+        all_reduce(totals, op='sum')
         mean_code = totals[num_protos:2 * num_protos] / totals[-1]
         return dict(
             num_prototypes_used=(totals[:num_protos] > 0).sum().to(

@@ -1,9 +1,8 @@
-"""Model utilities: distributed helpers, Sinkhorn-Knopp, patch-drop, the EMA
-target encoder, batched view augmentation."""
+"""Model utilities: differentiable collectives, Sinkhorn-Knopp, patch-drop,
+the EMA target encoder, batched view augmentation."""
 from .batch_augment import color_jitter, resized_crop_flip, sample_crop_boxes
 from .batch_augment_preprocessor import BatchAugmentPreprocessor
-from .dist import (all_reduce_mean_with_grad, all_reduce_sum,
-                   concat_all_gather, get_world_size)
+from .dist import all_gather_with_grad, all_reduce_mean_with_grad
 from .ema import LinearMomentumEMA
 from .patch_drop import (PatchDrop, check_mask_ratio, drop_patch_tokens,
                          num_kept_tokens, random_keep_indices)
@@ -11,9 +10,8 @@ from .sinkhorn import check_col_marginal, distributed_sinkhorn
 
 __all__ = [
     'BatchAugmentPreprocessor', 'color_jitter', 'resized_crop_flip',
-    'sample_crop_boxes',
-    'all_reduce_mean_with_grad', 'all_reduce_sum', 'concat_all_gather',
-    'get_world_size', 'LinearMomentumEMA', 'check_col_marginal',
-    'distributed_sinkhorn', 'PatchDrop', 'check_mask_ratio',
-    'drop_patch_tokens', 'num_kept_tokens', 'random_keep_indices'
+    'sample_crop_boxes', 'all_gather_with_grad', 'all_reduce_mean_with_grad',
+    'LinearMomentumEMA', 'check_col_marginal', 'distributed_sinkhorn',
+    'PatchDrop', 'check_mask_ratio', 'drop_patch_tokens', 'num_kept_tokens',
+    'random_keep_indices'
 ]
