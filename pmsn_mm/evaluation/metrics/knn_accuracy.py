@@ -3,6 +3,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 from mmengine.evaluator import BaseMetric
+from mmpretrain.evaluation import Accuracy
 from mmpretrain.registry import METRICS
 from torch import Tensor
 
@@ -55,7 +56,9 @@ class KNNAccuracy(BaseMetric):
     Args:
         k: Number of neighbours. Defaults to 20.
         temperature: Vote temperature. Defaults to 0.07.
-        topk: Accuracies to report, e.g. ``(1, 5)``. Defaults to ``(1, )``.
+        topk: Accuracies to report, e.g. ``(1, 5)`` (mmpretrain's
+            ``Accuracy.calculate``; a k above the number of classes C
+            reports top-C, i.e. 100 %). Defaults to ``(1, )``.
         num_classes: Number of classes; None infers ``max label + 1``.
         feature_key: Field of the output holding the feature.
         label_key: Field holding the class label. Defaults to ``'gt_label'``.
@@ -162,9 +165,10 @@ class KNNAccuracy(BaseMetric):
             max(mem_labels.max(), qry_labels.max())) + 1
         scores = weighted_knn_scores(mem_feats, mem_labels, qry_feats,
                                      num_classes, self.k, self.temperature)
-        metrics = {}
-        for t in self.topk:
-            pred = scores.topk(min(t, num_classes), dim=1).indices
-            hit = (pred == qry_labels[:, None]).any(dim=1)
-            metrics[f'top{t}'] = float(hit.float().mean() * 100)
-        return metrics
+        # top-k of more than the C classes is top-C (100 %)
+        accs = Accuracy.calculate(
+            scores,
+            qry_labels,
+            topk=[min(t, num_classes) for t in self.topk],
+            thrs=(None, ))
+        return {f'top{t}': float(acc[0]) for t, acc in zip(self.topk, accs)}
