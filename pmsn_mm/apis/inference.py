@@ -1,6 +1,7 @@
-"""Load a trained model and extract features/prototype probabilities."""
+"""Datasets, features and prototype probabilities of a trained model for the
+analysis tools (load the model with ``mmpretrain.apis.get_model``)."""
 import copy
-from typing import Dict, Optional, Union
+from typing import Dict, Optional
 
 import mmcv
 import numpy as np
@@ -8,7 +9,6 @@ import torch
 from mmengine.config import Config
 from mmengine.dataset import default_collate
 from mmengine.registry import init_default_scope
-from mmengine.runner import load_checkpoint
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
@@ -17,37 +17,6 @@ from pmsn_mm.evaluation.functional import batch_features, last_output
 from pmsn_mm.models.heads import prototype_log_probabilities
 
 STAGES = ('backbone', 'neck')
-
-
-def load_model(config: Union[str, Config],
-               checkpoint: Optional[str] = None,
-               device: str = 'cpu',
-               cfg_options: Optional[dict] = None) -> nn.Module:
-    """Build the config's model and load a checkpoint into it (eval mode).
-
-    Args:
-        config: Config path or ``Config``.
-        checkpoint: Checkpoint path (mmengine format); None keeps the
-            initialised weights.
-        device: Device to move the model to.
-        cfg_options: Overrides merged into the config.
-
-    Returns:
-        The model in eval mode, with the config attached as ``model.cfg``.
-    """
-    cfg = Config.fromfile(config) if isinstance(config,
-                                                str) else copy.deepcopy(config)
-    if cfg_options:
-        cfg.merge_from_dict(cfg_options)
-    init_default_scope(cfg.get('default_scope', 'mmpretrain'))
-    from mmpretrain.registry import MODELS
-    model = MODELS.build(cfg.model)
-    if checkpoint is None:
-        model.init_weights()
-    else:
-        load_checkpoint(model, checkpoint, map_location='cpu')
-    model.cfg = cfg
-    return model.to(device).eval()
 
 
 def dataset_config(cfg: Config,

@@ -10,9 +10,10 @@ import torch
 from mmengine.config import Config
 from mmengine.runner import Runner
 
-from pmsn_mm.apis import (chance_agreement, contingency, cosine_knn,
-                          neighbor_agreement, top_samples_per_prototype,
-                          two_clusters, usage_counts)
+from pmsn_mm.evaluation.functional import (chance_agreement, cosine_knn,
+                                           neighbor_agreement,
+                                           top_samples_per_prototype,
+                                           usage_counts)
 from tests._configs import CONFIGS, REPO
 
 PNG_HEADER = b'\x89PNG\r\n\x1a\n'
@@ -99,6 +100,8 @@ def test_kmeans_balanced_recovers_the_clusters(tmp_path):
 
 
 def test_two_clusters_and_contingency():
+    two_clusters, contingency = kmeans_tool.two_clusters, \
+        kmeans_tool.contingency
     points, labels, sep = two_clusters(seed=3)
     assert points.shape == (1000,
                             2) and np.bincount(labels).tolist() == [900, 100]

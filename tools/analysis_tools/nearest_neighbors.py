@@ -23,12 +23,14 @@ import os.path as osp
 from typing import Dict, List, Optional
 
 import numpy as np
-from mmengine.config import DictAction
+from mmengine.config import Config, DictAction
+from mmpretrain.apis import get_model
 
-from pmsn_mm.apis import (build_dataset, chance_agreement, cosine_knn,
-                          dataset_config, dataset_labels, extract_features,
-                          load_image, load_model, neighbor_agreement,
-                          save_image_grid)
+from pmsn_mm.apis import (build_dataset, dataset_config, dataset_labels,
+                          extract_features, load_image)
+from pmsn_mm.evaluation.functional import (chance_agreement, cosine_knn,
+                                           neighbor_agreement)
+from pmsn_mm.visualization import save_image_grid
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -71,9 +73,10 @@ def _caption(labels: Dict[str, np.ndarray], i: int) -> str:
 def main(argv: Optional[List[str]] = None) -> Dict:
     """Run the tool; returns the report that is also saved as JSON."""
     args = parse_args(argv)
-    model = load_model(args.config, args.checkpoint, args.device,
-                       args.cfg_options)
-    ds_cfg = dataset_config(model.cfg, args.split, args.num_samples, 'test')
+    cfg = Config.fromfile(args.config)
+    cfg.merge_from_dict(args.cfg_options or {})
+    model = get_model(cfg, pretrained=args.checkpoint, device=args.device)
+    ds_cfg = dataset_config(cfg, args.split, args.num_samples, 'test')
     dataset = build_dataset(ds_cfg)
     labels = dataset_labels(dataset)
     feats = extract_features(model, dataset, args.batch_size, 'backbone')

@@ -441,7 +441,7 @@ def save_fig3(dataset_mem, dataset_qry, mem_feats, qry_feats, out_file: str,
     their nearest training images on backbone features."""
     import torch
     import torch.nn.functional as F
-    from pmsn_mm.apis import save_image_grid
+    from pmsn_mm.visualization import save_image_grid
     qd = np.asarray(dataset_qry.get_digit_labels())
     qb = np.asarray(dataset_qry.get_background_labels())
     md = np.asarray(dataset_mem.get_digit_labels())

@@ -13,8 +13,7 @@ from torch import Tensor, nn
 from torch.func import functional_call
 
 from pmsn_mm.evaluation.functional.prior_diagnostics import (
-    plot_rank_probability, prior_diagnostics, sorted_probabilities,
-    update_used_prototypes)
+    prior_diagnostics, sorted_probabilities, update_used_prototypes)
 
 PREFIX = 'prototype_usage/'
 
@@ -213,6 +212,8 @@ class PrototypeUsageHook(Hook):
         runner.visualizer.add_scalars(scalars, step=step)
         out_dir = osp.join(runner.work_dir, self.out_dir)
         os.makedirs(out_dir, exist_ok=True)
+        # matplotlib only when a plot is drawn (`import pmsn_mm` stays light)
+        from pmsn_mm.visualization import plot_rank_probability
         image = plot_rank_probability(
             mean_probs,
             prior,
