@@ -35,3 +35,13 @@ def test_sampler_benchmark_runs_small():
     ], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert 'ms' in out.stdout
+
+
+def test_import_benchmark_reports_no_heavy_packages(capsys):
+    """`import pmsn_mm` (every config's custom_imports) loads no plotting
+    or scikit-learn module."""
+    bench = _load('benchmark_import')
+    result = bench.main(['--repeats', '1'])
+    assert result['pmsn_mm']['heavy'] == []
+    assert result['pmsn_mm']['median_s'] > 0
+    assert 'import pmsn_mm: median' in capsys.readouterr().out
