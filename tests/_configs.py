@@ -1,5 +1,6 @@
 """Tiny configs shared by tests (written to tmp dirs at test time)."""
 import os.path as osp
+from typing import Optional
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 CONFIGS = osp.join(REPO, 'configs')
@@ -85,3 +86,20 @@ default_hooks = dict(
 log_processor = dict(by_epoch=False)
 randomness = dict(seed=0, deterministic=True)
 """
+
+
+def small_knn_eval(cfg, memory: int = 100, query: int = 40,
+                   k: Optional[int] = None) -> None:
+    """Shrink the kNN val loop of a toy config: memory and query sizes,
+    optionally k of every KNNAccuracy."""
+    dataset = cfg.val_dataloader.dataset
+    dataset.memory.num_samples = memory
+    dataset.query.num_samples = query
+    for metric in cfg.val_evaluator:
+        if k is not None:
+            metric.k = k
+
+
+def without_val(cfg) -> None:
+    """Drop a config's val loop (dataloader, evaluator, loop)."""
+    cfg.val_dataloader = cfg.val_evaluator = cfg.val_cfg = None

@@ -60,15 +60,14 @@ model = dict(
     target_momentum=0.98,
     target_momentum_end=1.0)
 
-custom_hooks = [
-    # after training: weighted kNN (k 20, T 0.07) on backbone CLS features
-    # for both labels; also written to work_dir/knn.json
-    dict(
-        type='KNNEvalHook',
-        train_dataset={{_base_.knn_train_dataset}},
-        test_dataset={{_base_.knn_test_dataset}},
-        label_keys=('digit_label', 'background_label')),
-]
+custom_hooks = []
+
+# after training: weighted kNN (k 20, T 0.07) on backbone CLS features for
+# both labels (val loop; lower val_interval to follow it during training,
+# the checkpoint with the best digit kNN is kept as best_*.pth)
+val_dataloader = _base_.knn_val_dataloader
+val_evaluator = _base_.knn_val_evaluator
+val_cfg = dict(type='FeatureValLoop')
 
 optim_wrapper = dict(
     type='OptimWrapper',
@@ -85,9 +84,11 @@ param_scheduler = [
     dict(type='CosineAnnealingWeightDecay', eta_min=0.4, T_max=max_iters,
          by_epoch=False, begin=0, end=max_iters),
 ]
-train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters)
+train_cfg = dict(
+    type='IterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=100),
     checkpoint=dict(type='CheckpointHook', interval=max_iters, by_epoch=False,
-                    max_keep_ckpts=1))
+                    max_keep_ckpts=1, save_best='knn_digit/top1',
+                    rule='greater'))
 log_processor = dict(by_epoch=False)

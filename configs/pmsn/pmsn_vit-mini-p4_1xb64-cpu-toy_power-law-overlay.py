@@ -1,7 +1,7 @@
 # The README's main job: PMSN with a power-law prior (tau 0.5, the digits'
 # true distribution) on the offline toy set, on 2 CPU cores in <= 10 minutes.
-# After training, KNNEvalHook prints k-NN accuracy on the digit label and on
-# the background label (and writes work_dir/knn.json).
+# After training, the val loop prints k-NN accuracy on the digit label and on
+# the background label (knn_digit/top1, knn_background/top1).
 # Paper toy settings kept: 10 prototypes, lambda 100, mask 0.05, 1 random
 # view and no focal view, RRC scale (0.5, 1.0), no blur, T 0.1, sharpen 0.25.
 # Scaled down for CPU: a 4-layer ViT (dim 96, patch 4) instead of ViT-Tiny/4,
@@ -37,13 +37,9 @@ train_dataloader = dict(
     drop_last=True,
     dataset=dict(split='train', num_samples=5000, pipeline=train_pipeline))
 
-custom_hooks = [
-    dict(
-        type='KNNEvalHook',
-        train_dataset={{_base_.knn_train_dataset}},
-        test_dataset={{_base_.knn_test_dataset}},
-        label_keys=('digit_label', 'background_label')),
-]
+val_dataloader = _base_.knn_val_dataloader
+val_evaluator = _base_.knn_val_evaluator
+val_cfg = dict(type='FeatureValLoop')
 
 model = dict(
     type='PMSN',
@@ -95,9 +91,11 @@ param_scheduler = [
     dict(type='CosineAnnealingWeightDecay', eta_min=0.4, T_max=max_iters,
          by_epoch=False, begin=0, end=max_iters),
 ]
-train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters)
+train_cfg = dict(
+    type='IterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=50),
     checkpoint=dict(type='CheckpointHook', interval=500, by_epoch=False,
-                    max_keep_ckpts=1))
+                    max_keep_ckpts=1, save_best='knn_digit/top1',
+                    rule='greater'))
 log_processor = dict(by_epoch=False)

@@ -30,13 +30,6 @@ model = dict(
     head=dict(in_channels=256, loss=dict(prior_weight=100.0)),
     target_momentum=0.996)
 
-custom_hooks = [
-    dict(
-        type='KNNEvalHook',
-        train_dataset={{_base_.knn_train_dataset}},
-        test_dataset={{_base_.knn_test_dataset}},
-        label_keys=('digit_label', 'background_label')),
-]
 param_scheduler = [
     dict(type='LinearLR', start_factor=0.01, by_epoch=False, begin=0,
          end=warmup_iters),
@@ -45,7 +38,8 @@ param_scheduler = [
     dict(type='CosineAnnealingWeightDecay', eta_min=0.4, T_max=max_iters,
          by_epoch=False, begin=0, end=max_iters),
 ]
-train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters)
+train_cfg = dict(
+    type='IterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=50),
     checkpoint=dict(type='CheckpointHook', interval=10 * iters_per_epoch,

@@ -1,5 +1,5 @@
-"""Datasets, features and prototype probabilities of a trained model for the
-analysis tools (load the model with ``mmpretrain.apis.get_model``)."""
+"""Datasets and prototype probabilities of a trained model for the analysis
+tools (load the model with ``mmpretrain.apis.get_model``)."""
 import copy
 from typing import Dict, Optional
 
@@ -7,16 +7,12 @@ import mmcv
 import numpy as np
 import torch
 from mmengine.config import Config
-from mmengine.dataset import default_collate
 from mmengine.registry import init_default_scope
 from torch import Tensor, nn
-from torch.utils.data import DataLoader, Dataset
-from tqdm import tqdm
+from torch.utils.data import Dataset
 
-from pmsn_mm.evaluation.functional import batch_features, last_output
+from pmsn_mm.evaluation.functional import last_output
 from pmsn_mm.models.heads import prototype_log_probabilities
-
-STAGES = ('backbone', 'neck')
 
 
 def dataset_config(cfg: Config,
@@ -25,11 +21,11 @@ def dataset_config(cfg: Config,
                    which: str = 'test') -> dict:
     """Pick a dataset config for analysis from a training config.
 
-    Without ``split``, the ``KNNEvalHook``'s ``test_dataset`` (``which=
-    'test'``) or ``train_dataset`` (``which='train'``) is used when the
-    config has that hook; otherwise (or with ``split``) the training dataset
-    with ``split=split or which`` and the config's ``test_pipeline`` (default
-    ``[PackInputs]``).
+    Without ``split``, the kNN evaluation's datasets are used when the
+    config has one (``val_dataloader.dataset`` a ``KNNEvalDataset``: its
+    ``query`` for ``which='test'``, its ``memory`` for ``which='train'``);
+    otherwise (or with ``split``) the training dataset with ``split=split or
+    which`` and the config's ``test_pipeline`` (default ``[PackInputs]``).
 
     Args:
         cfg: The training config.
@@ -43,10 +39,9 @@ def dataset_config(cfg: Config,
     if which not in ('train', 'test'):
         raise ValueError(f"which must be 'train' or 'test', got {which!r}.")
     ds_cfg = None
-    if split is None:
-        for hook in cfg.get('custom_hooks', None) or []:
-            if hook.get('type') == 'KNNEvalHook':
-                ds_cfg = copy.deepcopy(hook[f'{which}_dataset'])
+    val = (cfg.get('val_dataloader', None) or {}).get('dataset', None) or {}
+    if split is None and val.get('type') == 'KNNEvalDataset':
+        ds_cfg = copy.deepcopy(val['memory' if which == 'train' else 'query'])
     if ds_cfg is None:
         ds_cfg = copy.deepcopy(cfg.train_dataloader.dataset)
         ds_cfg['split'] = split or which
@@ -104,44 +99,6 @@ def load_image(dataset: Dataset, index: int) -> np.ndarray:
     if img.shape[-1] == 1:
         img = np.repeat(img, 3, axis=-1)
     return img
-
-
-@torch.no_grad()
-def extract_features(model: nn.Module,
-                     dataset: Dataset,
-                     batch_size: int = 64,
-                     stage: str = 'backbone',
-                     num_workers: int = 0,
-                     progress: bool = True) -> Tensor:
-    """Features of every sample, in dataset order, with a progress bar.
-
-    ``'backbone'``: ``model.extract_feat`` (last output, 4-D maps
-    average-pooled), as :class:`~pmsn_mm.engine.hooks.KNNEvalHook`;
-    ``'neck'``: backbone + neck, the embedding compared with the prototypes.
-
-    Args:
-        model: A model in eval mode.
-        dataset: Dataset whose pipeline packs ``inputs`` (test pipeline).
-        batch_size: Batch size.
-        stage: ``'backbone'`` or ``'neck'``.
-        num_workers: DataLoader workers.
-        progress: Show a tqdm progress bar.
-
-    Returns:
-        Tensor of shape (N, D) on the CPU.
-    """
-    if stage not in STAGES:
-        raise ValueError(f'stage must be one of {STAGES}, got {stage!r}.')
-    loader = DataLoader(
-        dataset,
-        batch_size=batch_size,
-        shuffle=False,
-        num_workers=num_workers,
-        collate_fn=default_collate)
-    feats = []
-    for data in tqdm(loader, desc=f'{stage} features', disable=not progress):
-        feats.append(batch_features(model, data, stage).float().cpu())
-    return torch.cat(feats)
 
 
 def prototype_matrix(model: nn.Module) -> Tensor:

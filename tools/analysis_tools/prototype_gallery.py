@@ -25,9 +25,10 @@ from typing import Dict, List, Optional
 from mmengine.config import Config, DictAction
 from mmpretrain.apis import get_model
 
-from pmsn_mm.apis import (build_dataset, dataset_config, extract_features,
-                          load_image, prototype_probabilities)
-from pmsn_mm.evaluation.functional import (top_samples_per_prototype,
+from pmsn_mm.apis import (build_dataset, dataset_config, load_image,
+                          prototype_probabilities)
+from pmsn_mm.evaluation.functional import (extract_features,
+                                           top_samples_per_prototype,
                                            usage_counts)
 from pmsn_mm.visualization import save_image_grid
 
@@ -45,8 +46,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument(
         '--split',
         choices=['train', 'test'],
-        help='use this split of the training dataset (default: the '
-        "KNNEvalHook's train dataset, else the train split)")
+        help='use this split of the training dataset (default: the kNN '
+        "evaluation's memory dataset, else the train split)")
     parser.add_argument(
         '--num-samples',
         type=int,
@@ -80,7 +81,9 @@ def main(argv: Optional[List[str]] = None) -> Dict:
                              'gallery needs a prototype model such as PMSN.')
     ds_cfg = dataset_config(cfg, args.split, args.num_samples, 'train')
     dataset = build_dataset(ds_cfg)
-    embeddings = extract_features(model, dataset, args.batch_size, 'neck')
+    embeddings, _ = extract_features(model, dataset, 'neck',
+                                     batch_size=args.batch_size,
+                                     progress=True)
     probs = prototype_probabilities(model, embeddings)
     counts = usage_counts(probs)
     top = top_samples_per_prototype(probs, args.top_n)

@@ -47,6 +47,5 @@ optim_wrapper = dict(
         'cls_token': dict(decay_mult=0.0),
         'pos_embed': dict(decay_mult=0.0)
     }))
-custom_hooks = [{{_base_.knn_hook}}]
 # the avg_featmap norm (ln2) serves evaluation only: no gradient in training
 find_unused_parameters = True

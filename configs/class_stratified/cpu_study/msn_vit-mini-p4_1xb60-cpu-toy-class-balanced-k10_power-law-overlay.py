@@ -34,4 +34,3 @@ model = dict(
 
 optim_wrapper = dict(
     paramwise_cfg=dict(custom_keys={'prototypes': dict(decay_mult=0.0)}))
-custom_hooks = [{{_base_.knn_hook}}]

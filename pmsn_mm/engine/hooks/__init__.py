@@ -1,10 +1,9 @@
 """Hooks."""
-from .knn_eval_hook import KNNEvalHook
 from .non_finite_guard_hook import NonFiniteGuardHook, NonFiniteTrainingError
 from .prototype_usage_hook import PrototypeUsageHook
 from .rng_state_hook import RNGStateHook
 
 __all__ = [
-    'KNNEvalHook', 'NonFiniteGuardHook', 'NonFiniteTrainingError',
+    'NonFiniteGuardHook', 'NonFiniteTrainingError',
     'PrototypeUsageHook', 'RNGStateHook'
 ]

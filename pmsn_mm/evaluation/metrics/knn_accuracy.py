@@ -7,6 +7,7 @@ from mmpretrain.evaluation import Accuracy
 from mmpretrain.registry import METRICS
 from torch import Tensor
 
+from ..functional.features import sample_label
 from ..functional.knn import weighted_knn_scores
 
 
@@ -18,15 +19,6 @@ def _get(obj: Any, key: str) -> Any:
     return getter(key) if callable(getter) else None
 
 
-def _as_int_label(value: Any, key: str) -> int:
-    if isinstance(value, Tensor):
-        if value.numel() != 1:
-            raise ValueError(f"'{key}' must hold one class label per sample, "
-                             f'got a tensor of shape {tuple(value.shape)}.')
-        return int(value.reshape(-1)[0])
-    return int(value)
-
-
 @METRICS.register_module()
 class KNNAccuracy(BaseMetric):
     """Top-k accuracy of a temperature-weighted cosine k-NN classifier.
@@ -36,17 +28,17 @@ class KNNAccuracy(BaseMetric):
     ``j`` adding ``exp(sim_j / temperature)`` to its class
     (:func:`pmsn_mm.evaluation.weighted_knn_scores`).
 
-    Contract (mmengine ``ValLoop``: ``outputs = model.val_step(batch)``,
-    then ``process(batch, outputs)``):
+    Contract (mmengine's loop calls ``process(batch, outputs)``; with
+    :class:`~pmsn_mm.engine.runners.FeatureValLoop` the outputs are the
+    frozen features of the batch):
 
     - ``val_dataloader.dataset`` is a
       :class:`pmsn_mm.datasets.KNNEvalDataset` (memory split + query split),
       which tags every packed sample with ``metainfo[role_key]`` in
       ``{'memory', 'query'}``;
-    - each model output is either a data sample carrying the frozen feature
-      under ``feature_key`` (Tensor of shape (D,), e.g. set by the model's
-      ``predict`` with ``sample.set_field(feat, 'features')``), or directly
-      a Tensor of shape (D,) (a ``val_step`` returning a (B, D) batch);
+    - each output is a Tensor of shape (D,) (``FeatureValLoop``), or a data
+      sample carrying the frozen feature under ``feature_key`` (a model
+      whose ``predict`` sets ``sample.set_field(feat, 'features')``);
     - the label (``label_key``) and the role are read from the output when
       present, otherwise from the same sample of ``data_batch``.
 
@@ -128,9 +120,9 @@ class KNNAccuracy(BaseMetric):
                     f"KNNAccuracy needs a Tensor feature per sample under "
                     f"'{self.feature_key}' (or the output itself), got "
                     f'{type(feature).__name__}.')
-            label = _as_int_label(
-                self._lookup(self.label_key, source, reference),
-                self.label_key)
+            label = sample_label(
+                {self.label_key: self._lookup(self.label_key, source,
+                                              reference)}, self.label_key)
             role = self._lookup(self.role_key, source, reference)
             self.results.append(
                 dict(

@@ -4,7 +4,6 @@ from typing import Dict, List, Optional, Union
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 from mmpretrain.models.selfsup import BaseSelfSupervisor
 from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
@@ -118,51 +117,6 @@ class PMSN(BaseSelfSupervisor):
         feats = self.backbone(x, mask_ratio=mask_ratio) \
             if mask_ratio > 0 else self.backbone(x)
         return self.neck(feats)[0]
-
-    def extract_feat(self, inputs: Union[Tensor, List[Tensor]]) -> Tensor:
-        """Online backbone features of one view, shape (B, C).
-
-        The last backbone output; ViT ``cls_token`` outputs are used as they
-        are, (B, C, H, W) maps are average-pooled.
-
-        Args:
-            inputs: Tensor of shape (B, C, H, W), or a list whose first element
-                is (as produced by ``SelfSupDataPreprocessor``).
-        """
-        if isinstance(inputs, (list, tuple)):
-            inputs = inputs[0]
-        feats = self.backbone(inputs)[-1]
-        if feats.dim() == 4:
-            feats = F.adaptive_avg_pool2d(feats, 1).flatten(1)
-        return feats
-
-    def predict(self, inputs: Union[Tensor, List[Tensor]],
-                data_samples: Optional[List[DataSample]] = None,
-                **kwargs) -> List[DataSample]:
-        """Attach frozen features for evaluators such as ``KNNAccuracy``.
-
-        Args:
-            inputs: One view, see :meth:`extract_feat`.
-            data_samples: The batch's data samples (created if None).
-
-        Returns:
-            The data samples, each with a ``features`` field of shape (C,).
-        """
-        feats = self.extract_feat(inputs)
-        if data_samples is None:
-            data_samples = [DataSample() for _ in range(len(feats))]
-        for sample, feat in zip(data_samples, feats):
-            sample.set_field(feat.detach(), 'features', field_type='metainfo')
-        return data_samples
-
-    def forward(self,
-                inputs: Union[Tensor, List[Tensor]],
-                data_samples: Optional[List[DataSample]] = None,
-                mode: str = 'tensor'):
-        """``'tensor'``/``'loss'`` as in mmpretrain, plus ``'predict'``."""
-        if mode == 'predict':
-            return self.predict(inputs, data_samples)
-        return super().forward(inputs, data_samples, mode)
 
     def loss(self, inputs: List[Tensor],
              data_samples: List[DataSample]) -> Dict[str, Tensor]:

@@ -171,16 +171,3 @@ def test_too_few_views_raise():
     model = _pmsn(_vit(), 48, num_random_views=2)
     with pytest.raises(ValueError, match='num_random_views=2'):
         model.loss(_views(sizes=(32, 32)), data_samples=[])
-
-
-def test_predict_attaches_backbone_features():
-    model = _pmsn(_vit(), 48)
-    model.eval()
-    x = torch.randn(3, 3, 32, 32)
-    samples = model([x], mode='predict')
-    assert len(samples) == 3
-    expected = model.backbone(x)[-1]
-    assert torch.allclose(samples[1].features, expected[1])
-    resnet = _pmsn(dict(type='ResNet_CIFAR', depth=18), 512)
-    resnet.eval()
-    assert resnet.extract_feat(x).shape == (3, 512)

@@ -2,9 +2,10 @@
 # batches drawn by ClassStratifiedSampler over the 10 background classes
 # (label='background'), K = 10 (class-balanced: 6 images of every class in a
 # batch of 60) or K = 2 (class-imbalanced: 30 images of 2 classes). Every
-# method trains 300 iterations with AdamW and the same schedule, then
-# KNNEvalHook reports k-NN top-1 on the digit and the background labels
-# (work_dir/knn.json). Each job takes a few minutes on 2 CPU cores.
+# method trains 300 iterations with AdamW and the same schedule, then the val
+# loop reports k-NN top-1 on the digit and the background labels
+# (knn_digit/top1, knn_background/top1 in the log and vis_data/scalars.json).
+# Each job takes a few minutes on 2 CPU cores.
 _base_ = [
     '../../../_base_/datasets/power_law_overlay.py',
     '../../../_base_/default_runtime.py',
@@ -43,12 +44,9 @@ train_dataloader = dict(
         batch_size=batch_size),
     dataset=dict(split='train', num_samples=5000, label='background'))
 
-knn_hook = dict(
-    type='KNNEvalHook',
-    train_dataset={{_base_.knn_train_dataset}},
-    test_dataset={{_base_.knn_test_dataset}},
-    label_keys=('digit_label', 'background_label'))
-custom_hooks = [knn_hook]
+val_dataloader = _base_.knn_val_dataloader
+val_evaluator = _base_.knn_val_evaluator
+val_cfg = dict(type='FeatureValLoop')
 
 optim_wrapper = dict(
     type='OptimWrapper',
@@ -60,9 +58,11 @@ param_scheduler = [
     dict(type='CosineAnnealingLR', T_max=max_iters - warmup_iters,
          by_epoch=False, begin=warmup_iters, end=max_iters),
 ]
-train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters)
+train_cfg = dict(
+    type='IterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=50),
     checkpoint=dict(type='CheckpointHook', interval=max_iters, by_epoch=False,
-                    max_keep_ckpts=1))
+                    max_keep_ckpts=1, save_best='knn_background/top1',
+                    rule='greater'))
 log_processor = dict(by_epoch=False)
