@@ -9,6 +9,7 @@ from mmpretrain.registry import LOOPS
 from torch.utils.data import DataLoader
 
 from pmsn_mm.evaluation.functional.features import STAGES, batch_features
+from pmsn_mm.utils.validation import check_choice
 
 
 @LOOPS.register_module()
@@ -49,9 +50,7 @@ class FeatureValLoop(ValLoop):
                  evaluator: Union[Evaluator, Dict, List],
                  fp16: bool = False,
                  stage: str = 'backbone') -> None:
-        if stage not in STAGES:
-            raise ValueError(f'FeatureValLoop stage must be one of {STAGES} '
-                             f'but is {stage!r}.')
+        check_choice('FeatureValLoop stage', stage, STAGES)
         super().__init__(runner, dataloader, evaluator, fp16)
         self.stage = stage
 

@@ -10,6 +10,8 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
+from pmsn_mm.utils.validation import check_choice
+
 #: Where :func:`batch_features` reads the features.
 STAGES = ('backbone', 'neck')
 
@@ -100,8 +102,7 @@ def extract_features(
         Features of shape (N, D) (float32, CPU) and ``{key: LongTensor of
         shape (N,)}`` for every label key.
     """
-    if stage not in STAGES:
-        raise ValueError(f'stage must be one of {STAGES}, got {stage!r}.')
+    check_choice('stage', stage, STAGES)
     if not isinstance(data, DataLoader):
         data = DataLoader(
             data,

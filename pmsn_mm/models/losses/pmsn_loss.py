@@ -19,6 +19,7 @@ from mmengine.dist import all_reduce
 from mmpretrain.registry import MODELS
 from torch import Tensor, nn
 
+from ...utils.validation import check_choice
 from ..priors import BasePrior
 from ..utils.dist import all_reduce_mean_with_grad
 from ..utils.sinkhorn import distributed_sinkhorn
@@ -185,12 +186,8 @@ class PMSNLoss(nn.Module):
                 and math.isfinite(entropy_weight) and entropy_weight >= 0):
             raise ValueError('entropy_weight must be in [0, inf) but is '
                              f'{entropy_weight!r}.')
-        if kl_direction not in KL_DIRECTIONS:
-            raise ValueError(f'kl_direction must be one of {KL_DIRECTIONS} '
-                             f'but is {kl_direction!r}.')
-        if prior_usage not in PRIOR_USAGES:
-            raise ValueError(f'prior_usage must be one of {PRIOR_USAGES} '
-                             f'but is {prior_usage!r}.')
+        check_choice('kl_direction', kl_direction, KL_DIRECTIONS)
+        check_choice('prior_usage', prior_usage, PRIOR_USAGES)
         self.prior_usage = prior_usage
         self.sharpen_temperature = float(sharpen_temperature)
         self.prior_weight = float(prior_weight)

@@ -18,6 +18,7 @@ from mmpretrain.models.losses import SwAVLoss
 from mmpretrain.registry import MODELS
 from torch import Tensor, nn
 
+from ...utils.validation import check_index_list
 from ..utils.sinkhorn import distributed_sinkhorn
 from .pmsn_loss import global_mean_usage, kl_divergence
 
@@ -118,14 +119,10 @@ class PSwAVLoss(SwAVLoss):
         if total < 2:
             raise ValueError('PSwAVLoss needs >= 2 crops in total, but '
                              f'num_crops={num_crops}.')
-        crops_for_assign = list(crops_for_assign)
-        if not crops_for_assign or any(
-                isinstance(c, bool) or not isinstance(c, int)
-                or not 0 <= c < total for c in crops_for_assign):
-            raise ValueError(
-                'PSwAVLoss crops_for_assign must be a non-empty list of crop '
-                f'indices in [0, {total}) (sum(num_crops)={total}), but is '
-                f'{crops_for_assign!r}.')
+        crops_for_assign = list(
+            check_index_list('PSwAVLoss crops_for_assign', crops_for_assign,
+                             total, 'crop ',
+                             context=f' (sum(num_crops)={total})'))
         super().__init__(
             feat_dim=feat_dim,
             sinkhorn_iterations=sinkhorn_iterations,

@@ -9,6 +9,7 @@ from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 from torch import Tensor
 
+from ...utils.validation import check_choice, check_index_list
 from ..utils.data2vec_targets import TARGET_NORMS, average_layer_targets
 from ..utils.ema import LinearMomentumEMA
 
@@ -63,9 +64,8 @@ class Data2VecVision(BaseSelfSupervisor):
         target_momentum_end: Momentum reached linearly after 1.25x the
             training iterations, in (0, 1]; None keeps ``target_momentum``
             constant (the official ViT-B command). Defaults to None.
-        pretrained: Deprecated mmpretrain argument, kept for compatibility.
-        data_preprocessor: Data pre-processor config.
-        init_cfg: Initialisation config.
+        **kwargs: ``BaseSelfSupervisor`` arguments (``data_preprocessor``,
+            ``init_cfg``, ...).
     """
 
     def __init__(self,
@@ -78,17 +78,10 @@ class Data2VecVision(BaseSelfSupervisor):
                  loss_beta: float = 2.0,
                  target_momentum: float = 0.9998,
                  target_momentum_end: Optional[float] = None,
-                 pretrained: Optional[str] = None,
-                 data_preprocessor: Optional[dict] = None,
-                 init_cfg: Optional[Union[List[dict], dict]] = None) -> None:
-        for name, value in (('target_layer_norm', target_layer_norm),
-                            ('target_post_norm', target_post_norm)):
-            if value not in TARGET_NORMS:
-                raise ValueError(f'{name} must be one of {TARGET_NORMS}, '
-                                 f'but is {value!r}.')
-        if loss_type not in LOSS_TYPES:
-            raise ValueError(f'loss_type must be one of {LOSS_TYPES}, but is '
-                             f'{loss_type!r}.')
+                 **kwargs) -> None:
+        check_choice('target_layer_norm', target_layer_norm, TARGET_NORMS)
+        check_choice('target_post_norm', target_post_norm, TARGET_NORMS)
+        check_choice('loss_type', loss_type, LOSS_TYPES)
         if not (isinstance(loss_beta, (int, float)) and math.isfinite(
                 loss_beta) and loss_beta > 0):
             raise ValueError(f'loss_beta must be in (0, inf) but is '
@@ -101,27 +94,16 @@ class Data2VecVision(BaseSelfSupervisor):
         if not 0 < target_momentum_end <= 1:
             raise ValueError('target_momentum_end must be None or in (0, 1] '
                              f'but is {target_momentum_end}.')
-        super().__init__(
-            backbone=backbone,
-            neck=neck,
-            pretrained=pretrained,
-            data_preprocessor=data_preprocessor,
-            init_cfg=init_cfg)
+        super().__init__(backbone=backbone, neck=neck, **kwargs)
         if not callable(getattr(self.backbone, 'forward_layers', None)):
             raise ValueError(
                 'Data2VecVision needs a backbone with forward_layers(x, mask) '
                 '(e.g. Data2VecViT), but the backbone is '
                 f'{type(self.backbone).__name__}.')
         num_layers = len(self.backbone.layers)
-        layers = tuple(target_layers)
-        if not layers or len(set(layers)) != len(layers) or any(
-                isinstance(i, bool) or not isinstance(i, int)
-                or not 0 <= i < num_layers for i in layers):
-            raise ValueError(
-                'target_layers must be a non-empty list of distinct block '
-                f'indices in [0, {num_layers}) for this {num_layers}-block '
-                f'backbone, but is {target_layers!r}.')
-        self.target_layers = layers
+        self.target_layers = check_index_list(
+            'target_layers', target_layers, num_layers, 'block ',
+            distinct=True, context=f' for this {num_layers}-block backbone')
         self.target_layer_norm = target_layer_norm
         self.target_post_norm = target_post_norm
         self.loss_type = loss_type

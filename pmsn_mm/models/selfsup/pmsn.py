@@ -1,6 +1,6 @@
 """PMSN: Masked Siamese Networks with an arbitrary cluster prior."""
 import inspect
-from typing import Dict, List, Optional, Union
+from typing import Dict, List
 
 import torch
 import torch.nn as nn
@@ -51,9 +51,8 @@ class PMSN(BaseSelfSupervisor):
             Defaults to 0.996 (MSN).
         target_momentum_end: Momentum reached after 1.25x the training
             iterations, in (0, 1]. Defaults to 1.0 (MSN).
-        pretrained: Deprecated mmpretrain argument, kept for compatibility.
-        data_preprocessor: Data pre-processor config.
-        init_cfg: Initialisation config.
+        **kwargs: ``BaseSelfSupervisor`` arguments (``data_preprocessor``,
+            ``init_cfg``, ...).
     """
 
     def __init__(self,
@@ -64,9 +63,7 @@ class PMSN(BaseSelfSupervisor):
                  mask_ratio: float = 0.15,
                  target_momentum: float = 0.996,
                  target_momentum_end: float = 1.0,
-                 pretrained: Optional[str] = None,
-                 data_preprocessor: Optional[dict] = None,
-                 init_cfg: Optional[Union[List[dict], dict]] = None) -> None:
+                 **kwargs) -> None:
         if int(num_random_views) < 1:
             raise ValueError(f'num_random_views must be >= 1, got '
                              f'{num_random_views}.')
@@ -79,13 +76,7 @@ class PMSN(BaseSelfSupervisor):
         if not 0 < target_momentum_end <= 1:
             raise ValueError('target_momentum_end must be in (0, 1], got '
                              f'{target_momentum_end}.')
-        super().__init__(
-            backbone=backbone,
-            neck=neck,
-            head=head,
-            pretrained=pretrained,
-            data_preprocessor=data_preprocessor,
-            init_cfg=init_cfg)
+        super().__init__(backbone=backbone, neck=neck, head=head, **kwargs)
         if mask_ratio > 0 and 'mask_ratio' not in inspect.signature(
                 self.backbone.forward).parameters:
             raise ValueError(

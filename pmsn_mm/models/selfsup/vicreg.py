@@ -1,5 +1,5 @@
 """VICReg: Variance-Invariance-Covariance Regularization."""
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional
 
 from mmpretrain.models.selfsup import BaseSelfSupervisor
 from mmpretrain.registry import MODELS
@@ -37,24 +37,16 @@ class VICReg(BaseSelfSupervisor):
         backbone: Backbone config, e.g. ResNet-50.
         neck: Expander config, e.g. the ``NonLinearNeck`` above.
         loss: Loss config. Defaults to ``dict(type='VICRegLoss')``.
-        pretrained: Deprecated mmpretrain argument, kept for compatibility.
-        data_preprocessor: Data pre-processor config.
-        init_cfg: Initialisation config.
+        **kwargs: ``BaseSelfSupervisor`` arguments (``data_preprocessor``,
+            ``init_cfg``, ...).
     """
 
     def __init__(self,
                  backbone: dict,
                  neck: dict,
                  loss: Optional[dict] = None,
-                 pretrained: Optional[str] = None,
-                 data_preprocessor: Optional[dict] = None,
-                 init_cfg: Optional[Union[List[dict], dict]] = None) -> None:
-        super().__init__(
-            backbone=backbone,
-            neck=neck,
-            pretrained=pretrained,
-            data_preprocessor=data_preprocessor,
-            init_cfg=init_cfg)
+                 **kwargs) -> None:
+        super().__init__(backbone=backbone, neck=neck, **kwargs)
         self.loss_module = MODELS.build(
             loss if loss is not None else dict(type='VICRegLoss'))
 
