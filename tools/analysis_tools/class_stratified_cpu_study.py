@@ -28,6 +28,8 @@ from typing import Dict, List, Optional
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CONFIG_DIR = osp.join(REPO, 'configs', 'class_stratified', 'cpu_study')
 LABELS = ('digit_label', 'background_label')
+#: The methods of the paper's Table 1 (the folder also holds PMSN variants).
+METHODS = ('simclr', 'vicreg', 'msn', 'mae', 'data2vec')
 #: The val loop's metric for each label (the configs' KNNAccuracy prefixes).
 METRICS = {
     'digit_label': 'knn_digit/top1',
@@ -36,7 +38,8 @@ METRICS = {
 
 
 def study_configs(config_dir: str = CONFIG_DIR) -> Dict[str, Dict[str, str]]:
-    """``{method: {'balanced': path, 'imbalanced': path}}`` of a folder.
+    """``{method: {'balanced': path, 'imbalanced': path}}`` of a folder, for
+    the methods of :data:`METHODS`.
 
     Args:
         config_dir: Folder with ``{method}_..._class-{im,}balanced-k{K}_...``
@@ -45,8 +48,8 @@ def study_configs(config_dir: str = CONFIG_DIR) -> Dict[str, Dict[str, str]]:
     found: Dict[str, Dict[str, str]] = {}
     for path in sorted(glob.glob(osp.join(config_dir, '*.py'))):
         match = re.search(r'class-(balanced|imbalanced)-k\d+', path)
-        if match:
-            method = osp.basename(path).split('_')[0]
+        method = osp.basename(path).split('_')[0]
+        if match and method in METHODS:
             found.setdefault(method, {})[match.group(1)] = path
     return found
 

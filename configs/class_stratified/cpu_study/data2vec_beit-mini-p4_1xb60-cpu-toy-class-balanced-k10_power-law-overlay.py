@@ -3,7 +3,10 @@
 # targets; 39 of 64 patches block-masked (the official 120 / 196); one view;
 # class-balanced (K=10). The EMA follows the toy MSN schedule (0.996 -> 1)
 # since the official 0.9998 would barely move the teacher in 300 iterations.
-_base_ = './_base_/toy_class_stratified.py'
+_base_ = [
+    '../../_base_/datasets/power_law_overlay_class_stratified.py',
+    '../../_base_/schedules/adamw_300iter_toy.py',
+]
 
 train_dataloader = dict(dataset=dict(pipeline=[
     dict(type='RandomResizedCrop', scale=32, crop_ratio_range=(0.5, 1.0)),

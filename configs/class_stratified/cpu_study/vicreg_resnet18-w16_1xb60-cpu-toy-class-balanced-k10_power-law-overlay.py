@@ -1,7 +1,10 @@
 # CPU study, VICReg: a CIFAR ResNet-18 at 1/4 width (16 base channels),
 # 2 views, 512-512-512 expander (8.5x the batch of 60, as 8192 is 8x the
 # paper's batch of 1024), loss weights 25 / 25 / 1; class-balanced (K=10).
-_base_ = './_base_/toy_class_stratified.py'
+_base_ = [
+    '../../_base_/datasets/power_law_overlay_class_stratified.py',
+    '../../_base_/schedules/adamw_300iter_toy.py',
+]
 
 train_dataloader = dict(dataset=dict(pipeline=[
     dict(type='MultiView', num_views=2,
