@@ -35,8 +35,9 @@ def test_pmsn_step_benchmark_reports_numbers(capsys):
 def test_pmsn_step_benchmark_reads_the_views_of_a_config():
     from mmengine.config import Config
     bench = _load('benchmark_pmsn_step')
-    paper = Config.fromfile(osp.join(
-        CONFIGS, 'pmsn', 'pmsn_vit-small-p16_32xb128-300e_inat18-power-law.py'))
+    paper = Config.fromfile(
+        osp.join(CONFIGS, 'pmsn',
+                 'pmsn_vit-small-p16_32xb128-300e_inat18-power-law.py'))
     assert bench.view_shapes(paper) == [(3, 224)] * 2 + [(3, 96)] * 10
     toy = Config.fromfile(osp.join(
         CONFIGS, 'pmsn',

@@ -15,23 +15,23 @@ loading and augmentation are not timed).
 
 The two are timed alternately in one process, in ABBA order (so that load
 on the machine hits both alike), and the medians over ``--steps`` rounds,
-after
-``--warmup`` untimed rounds, are printed with the overhead
-``step / floor - 1``, images/s (images = batch size, each with all its
-views) and peak memory (CUDA allocator peak on GPU; peak RSS growth on CPU).
-On a shared CPU the process CPU-time medians are printed too: they are far
-less sensitive to other processes than wall time.
+after ``--warmup`` untimed rounds, are printed with the overhead
+``step / floor - 1`` (of wall-time and of process CPU-time medians),
+images/s (images = batch size, each with all its views) and peak memory
+(CUDA allocator peak on GPU; peak RSS growth on CPU). On a CPU shared with
+other jobs, ``--threads 1`` gives stable numbers: with more threads the
+OpenMP threads wait for each other whenever one is descheduled.
 
 Examples::
 
     # toy setting: ViT-Tiny/4, 32 px, 2 views, batch 64
-    python tools/benchmarks/benchmark_pmsn_step.py \\
-        configs/pmsn/pmsn_vit-tiny-p4_8xb128-300e_cifar10-mnist-overlay-power-law.py \\
-        --batch-size 64 --floor
+    C=configs/pmsn/pmsn_vit-tiny-p4_8xb128-300e_cifar10-mnist-overlay
+    python tools/benchmarks/benchmark_pmsn_step.py $C-power-law.py \\
+        --batch-size 64 --floor --threads 1
     # paper setting: ViT-S/16, 224 px + 10 focal 96 px views, batch 8
     python tools/benchmarks/benchmark_pmsn_step.py \\
         configs/pmsn/pmsn_vit-small-p16_32xb128-300e_inat18-power-law.py \\
-        --batch-size 8 --floor
+        --batch-size 8 --floor --threads 1
 """
 import argparse
 import resource

@@ -76,8 +76,9 @@ class BasePrior(nn.Module, metaclass=ABCMeta):
     :meth:`forward` validates and normalises it (the ``prior`` of eq.
     (msn_prior) in the paper).
 
-    Its users (``PMSNHead``, ``PSwAVLoss``) read it through :meth:`probs`,
-    cached per ``(K, device, dtype)`` for fixed priors, and :meth:`sinkhorn_marginal`.
+    Its users (``PMSNHead``, ``PSwAVLoss``) read it through :meth:`probs`
+    (cached per ``(K, device, dtype)`` for fixed priors) and
+    :meth:`sinkhorn_marginal`.
 
     A prior that is estimated from the data during training sets
     ``learns_from_usage = True`` and implements :meth:`update_usage`; the
