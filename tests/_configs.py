@@ -1,5 +1,6 @@
 """Tiny configs shared by tests (written to tmp dirs at test time)."""
 import os.path as osp
+from typing import Optional
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 CONFIGS = osp.join(REPO, 'configs')
@@ -63,25 +64,42 @@ model = dict(
         type='BatchAugmentPreprocessor', num_views=2, mean=[105.0],
         std=[58.0], to_rgb=False),
     backbone=dict(
-        type='VisionTransformer',
+        type='MSNViT',
         arch=dict(embed_dims=16, num_layers=1, num_heads=2,
                   feedforward_channels=32),
         img_size=20, patch_size=4, in_channels=1),
     neck=dict(type='MSNProjector', in_channels=16, hidden_channels=32,
               out_channels=16),
     head=dict(type='PMSNHead', num_prototypes=6, in_channels=16,
-              loss=dict(type='PMSNLoss', prior_weight=1.0,
-                        prior=dict(type='UniformPrior'))),
+              prior=dict(type='UniformPrior'),
+              loss=dict(type='PMSNLoss', prior_weight=1.0)),
     num_random_views=1,
     mask_ratio=0.3,
-    target_momentum=0.9)
+    target_momentum=0.9,
+    target_momentum_end=1.0)
 optim_wrapper = dict(optimizer=dict(type='AdamW', lr=1e-3, weight_decay=0.05))
 param_scheduler = [dict(type='CosineAnnealingLR', T_max=6, by_epoch=False)]
 train_cfg = dict(type='IterBasedTrainLoop', max_iters=6)
-custom_hooks = [dict(type='TargetMomentumHook', start=0.9, end=1.0)]
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=1),
     checkpoint=dict(type='CheckpointHook', interval=2, by_epoch=False))
 log_processor = dict(by_epoch=False)
 randomness = dict(seed=0, deterministic=True)
 """
+
+
+def small_knn_eval(cfg, memory: int = 100, query: int = 40,
+                   k: Optional[int] = None) -> None:
+    """Shrink the kNN val loop of a toy config: memory and query sizes,
+    optionally k of every KNNAccuracy."""
+    dataset = cfg.val_dataloader.dataset
+    dataset.memory.num_samples = memory
+    dataset.query.num_samples = query
+    for metric in cfg.val_evaluator:
+        if k is not None:
+            metric.k = k
+
+
+def without_val(cfg) -> None:
+    """Drop a config's val loop (dataloader, evaluator, loop)."""
+    cfg.val_dataloader = cfg.val_evaluator = cfg.val_cfg = None

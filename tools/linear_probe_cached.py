@@ -39,9 +39,9 @@ from mmengine.runner import Runner
 from torch import Tensor, nn
 from torch.nn.modules.batchnorm import _BatchNorm
 from torch.utils.data import Dataset
-from tqdm import tqdm
 
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
+from pmsn_mm.evaluation.functional import extract_features
 from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 
@@ -187,33 +187,6 @@ def check_frozen(model: nn.Module) -> None:
             'set norm_eval=True (BatchNorm) and drop/drop_path rates to 0.')
 
 
-@torch.no_grad()
-def extract_features(model: nn.Module, dataloader,
-                     desc: str) -> Tuple[Tensor, Tensor]:
-    """Frozen backbone + neck features of a whole (unshuffled) dataset.
-
-    Args:
-        model: ``ImageClassifier`` in eval mode.
-        dataloader: Loader over the dataset in index order.
-        desc: Progress-bar label.
-
-    Returns:
-        Features of shape (N, D) (float32, CPU) and labels of shape (N,).
-    """
-    feats, labels = [], []
-    for data in tqdm(dataloader, desc=desc, unit='batch'):
-        data = model.data_preprocessor(data, False)
-        out = model.extract_feat(data['inputs'])
-        x = out[-1] if isinstance(out, (tuple, list)) else out
-        if x.dim() != 2:
-            raise ValueError(f'Neck output must be (B, D) to cache, got '
-                             f'{tuple(x.shape)}.')
-        feats.append(x.float().cpu())
-        labels.append(
-            torch.cat([ds.gt_label for ds in data['data_samples']]).cpu())
-    return torch.cat(feats), torch.cat(labels)
-
-
 class CachedFeatures(Dataset):
     """In-memory features and labels served as mmpretrain samples.
 
@@ -272,6 +245,14 @@ class CachedFeatureProbe(BaseModel):
             return self.head(feats)
         raise ValueError(f"mode must be 'tensor', 'loss' or 'predict', got "
                          f'{mode!r}.')
+
+
+def _features(model: nn.Module, dataloader) -> Tuple[Tensor, Tensor]:
+    """Frozen backbone + neck features (``model.extract_feat``, the shared
+    :func:`~pmsn_mm.evaluation.functional.extract_features`) and labels."""
+    feats, labels = extract_features(model, dataloader, 'backbone',
+                                     label_keys=('gt_label', ), progress=True)
+    return feats, labels['gt_label']
 
 
 def _extraction_loader(dl_cfg: dict, batch_size: Optional[int], seed: int):
@@ -381,10 +362,10 @@ def run(cfg: Config,
     train_loader = _extraction_loader(cfg.train_dataloader, batch_size, seed)
     val_loader = _extraction_loader(cfg.val_dataloader, batch_size, seed)
     start = time.perf_counter()
-    train_x, train_y = extract_features(model, train_loader, 'train features')
+    train_x, train_y = _features(model, train_loader)
     timings['extract_train'] = time.perf_counter() - start
     start = time.perf_counter()
-    val_x, val_y = extract_features(model, val_loader, 'val features')
+    val_x, val_y = _features(model, val_loader)
     timings['extract_val'] = time.perf_counter() - start
     for name, feats, loader in (('train', train_x, train_loader),
                                 ('val', val_x, val_loader)):

@@ -8,11 +8,8 @@ _base_ = '../data2vec/data2vec_beit-base-p16_16xb128-amp-coslr-800e_in1k.py'
 batch_size = 120  # per GPU; 16 GPUs -> 1920
 train_dataloader = dict(
     batch_size=batch_size,
-    sampler=dict(
-        _delete_=True,
-        type='ClassStratifiedSampler',
-        shuffle=True,
-        classes_per_batch=960,
-        batch_size=batch_size))
+    drop_last=False,  # the batch sampler yields whole batches only
+    batch_sampler=dict(
+        type='ClassStratifiedBatchSampler', classes_per_batch=960))
 optim_wrapper = dict(optimizer=dict(lr=2e-3 * 1920 / 2048))
 auto_scale_lr = dict(base_batch_size=1920)

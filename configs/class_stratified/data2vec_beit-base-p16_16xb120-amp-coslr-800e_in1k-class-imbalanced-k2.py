@@ -3,4 +3,5 @@
 # ImageNet-1K classes have 732 training images, fewer than 960, so images are
 # drawn with replacement within a class (most classes have 1300).
 _base_ = './data2vec_beit-base-p16_16xb120-amp-coslr-800e_in1k-class-balanced-k960.py'  # noqa: E501
-train_dataloader = dict(sampler=dict(classes_per_batch=2, replacement=True))
+train_dataloader = dict(
+    batch_sampler=dict(classes_per_batch=2, replacement=True))

@@ -10,13 +10,9 @@ custom_imports = dict(imports=['pmsn_mm'], allow_failed_imports=False)
 batch_size = 60  # per GPU; 16 GPUs -> 960
 train_dataloader = dict(
     batch_size=batch_size,
-    drop_last=True,
-    sampler=dict(
-        _delete_=True,
-        type='ClassStratifiedSampler',
-        shuffle=True,
-        classes_per_batch=960,
-        batch_size=batch_size))
+    drop_last=False,  # the batch sampler yields whole batches only
+    batch_sampler=dict(
+        type='ClassStratifiedBatchSampler', classes_per_batch=960))
 optim_wrapper = dict(optimizer=dict(lr=1.5e-4 * 960 / 256))
 # a fresh run, not mmpretrain's auto-resume
 resume = False

@@ -11,13 +11,9 @@ max_epochs = 300
 warmup_epochs = 10
 train_dataloader = dict(
     batch_size=batch_size,
-    drop_last=True,
-    sampler=dict(
-        _delete_=True,
-        type='ClassStratifiedSampler',
-        shuffle=True,
-        classes_per_batch=960,
-        batch_size=batch_size))
+    drop_last=False,  # the batch sampler yields whole batches only
+    batch_sampler=dict(
+        type='ClassStratifiedBatchSampler', classes_per_batch=960))
 
 optim_wrapper = dict(optimizer=dict(lr=0.3 * 3840 / 256))
 param_scheduler = [

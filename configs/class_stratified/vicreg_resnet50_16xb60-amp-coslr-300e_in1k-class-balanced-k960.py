@@ -9,12 +9,9 @@ batch_size = 60  # per GPU; 16 GPUs -> 960
 lr = 0.2 * 960 / 256
 train_dataloader = dict(
     batch_size=batch_size,
-    sampler=dict(
-        _delete_=True,
-        type='ClassStratifiedSampler',
-        shuffle=True,
-        classes_per_batch=960,
-        batch_size=batch_size))
+    drop_last=False,  # the batch sampler yields whole batches only
+    batch_sampler=dict(
+        type='ClassStratifiedBatchSampler', classes_per_batch=960))
 optim_wrapper = dict(optimizer=dict(lr=lr))
 param_scheduler = [
     dict(type='LinearLR', start_factor=1e-4, by_epoch=True, begin=0,

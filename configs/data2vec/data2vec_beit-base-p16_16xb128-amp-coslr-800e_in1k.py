@@ -78,6 +78,8 @@ model = dict(
     target_post_norm='layer',
     loss_type='smooth_l1',
     loss_beta=2.0,
+    # official: ema_decay 0.9998 with ema_start_at 0, i.e. constant (set
+    # target_momentum_end for a linear schedule over 1.25x the run)
     target_momentum=0.9998)
 
 # no weight decay on 1-D parameters (biases, norms, layer scales), the class
@@ -103,11 +105,6 @@ param_scheduler = [
          convert_to_iter_based=True),
 ]
 train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs)
-# official: ema_decay 0.9998 with ema_start_at 0, i.e. constant; the hook sets
-# (and logs) it every iteration and is where an annealed schedule goes
-custom_hooks = [
-    dict(type='TargetMomentumHook', start=0.9998, end=0.9998, scale=1.0),
-]
 default_hooks = dict(checkpoint=dict(interval=10, max_keep_ckpts=3))
 randomness = dict(seed=0, diff_rank_seed=True)
 auto_scale_lr = dict(base_batch_size=2048, enable=False)

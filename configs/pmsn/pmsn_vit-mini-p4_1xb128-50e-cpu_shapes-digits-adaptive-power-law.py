@@ -8,14 +8,13 @@ _base_ = './pmsn_vit-mini-p4_1xb128-50e-cpu_shapes-digits-power-law.py'
 
 model = dict(
     head=dict(
-        loss=dict(
-            prior=dict(
-                _delete_=True,
-                type='AdaptivePowerLawPrior',
-                num_prototypes=_base_.num_prototypes,
-                tau_init=0.0,
-                tau_min=0.0,
-                tau_max=1.0,
-                momentum=0.99,
-                warmup_updates=_base_.warmup_iters),
-            prior_usage='targets')))
+        prior=dict(
+            _delete_=True,
+            type='AdaptivePowerLawPrior',
+            num_prototypes=_base_.num_prototypes,
+            tau_init=0.0,
+            tau_min=0.0,
+            tau_max=1.0,
+            momentum=0.99,
+            warmup_updates=_base_.warmup_iters),
+        loss=dict(prior_usage='targets')))

@@ -28,7 +28,7 @@ model = dict(
         std={{_base_.data_preprocessor.std}},
         to_rgb=False),
     backbone=dict(
-        type='VisionTransformer',
+        type='MSNViT',
         arch=dict(
             embed_dims=64, num_layers=4, num_heads=4,
             feedforward_channels=256),
@@ -45,29 +45,29 @@ model = dict(
         type='PMSNHead',
         num_prototypes=num_prototypes,
         in_channels=128,
+        temperature=0.1,
+        prior=dict(type='PowerLawPrior', tau=0.5),
         loss=dict(
             type='PMSNLoss',
-            temperature=0.1,
             sharpen_temperature=0.25,
             # paper: 100; at this scale 100 keeps every anchor close to the
             # prior itself (soft p_i, no partition), see
             # docs/toy_prior_study.md
-            prior_weight=10.0,
-            prior=dict(type='PowerLawPrior', tau=0.5))),
+            prior_weight=10.0)),
     num_random_views=1,
     mask_ratio=0.05,
-    target_momentum=0.98)
+    # EMA momentum 0.98 -> 1.0 over 1.25x the run (MSN's schedule shape)
+    target_momentum=0.98,
+    target_momentum_end=1.0)
 
-custom_hooks = [
-    dict(type='TargetMomentumHook', start=0.98, end=1.0),
-    # after training: weighted kNN (k 20, T 0.07) on backbone CLS features
-    # for both labels; also written to work_dir/knn.json
-    dict(
-        type='KNNEvalHook',
-        train_dataset={{_base_.knn_train_dataset}},
-        test_dataset={{_base_.knn_test_dataset}},
-        label_keys=('digit_label', 'background_label')),
-]
+custom_hooks = []
+
+# after training: weighted kNN (k 20, T 0.07) on backbone CLS features for
+# both labels (val loop; lower val_interval to follow it during training,
+# the checkpoint with the best digit kNN is kept as best_*.pth)
+val_dataloader = _base_.knn_val_dataloader
+val_evaluator = _base_.knn_val_evaluator
+val_cfg = dict(type='FeatureValLoop')
 
 optim_wrapper = dict(
     type='OptimWrapper',
@@ -84,9 +84,11 @@ param_scheduler = [
     dict(type='CosineAnnealingWeightDecay', eta_min=0.4, T_max=max_iters,
          by_epoch=False, begin=0, end=max_iters),
 ]
-train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters)
+train_cfg = dict(
+    type='IterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=100),
     checkpoint=dict(type='CheckpointHook', interval=max_iters, by_epoch=False,
-                    max_keep_ckpts=1))
+                    max_keep_ckpts=1, save_best='knn_digit/top1',
+                    rule='greater'))
 log_processor = dict(by_epoch=False)

@@ -2,4 +2,4 @@
 # equals MSN's me-max term): the paper's claim is that it discards the digit.
 _base_ = './pmsn_vit-mini-p4_1xb64-cpu-toy_power-law-overlay.py'
 
-model = dict(head=dict(loss=dict(prior=dict(_delete_=True, type='UniformPrior'))))
+model = dict(head=dict(prior=dict(_delete_=True, type='UniformPrior')))

@@ -3,8 +3,7 @@
 _base_ = './pmsn_vit-small-p16_32xb128-300e_inat18-uniform.py'
 model = dict(
     head=dict(
-        loss=dict(
-            prior=dict(
-                _delete_=True,
-                type='ClassPrior',
-                dataset={{_base_.train_dataset}}))))
+        prior=dict(
+            _delete_=True,
+            type='ClassPrior',
+            dataset={{_base_.train_dataset}})))

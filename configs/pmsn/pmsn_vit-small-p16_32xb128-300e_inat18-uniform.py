@@ -11,6 +11,7 @@ train_dataloader = dict(batch_size=128)
 model = dict(
     head=dict(
         num_prototypes=8142,
-        loss=dict(prior_weight=5.0, prior=dict(type='UniformPrior'))),
+        prior=dict(type='UniformPrior'),
+        loss=dict(prior_weight=5.0)),
     mask_ratio=0.15)
 default_hooks = dict(checkpoint=dict(interval=10, max_keep_ckpts=3))

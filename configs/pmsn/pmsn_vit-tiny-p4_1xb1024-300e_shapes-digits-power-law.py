@@ -20,7 +20,7 @@ train_dataloader = dict(
 model = dict(
     backbone=dict(
         _delete_=True,
-        type='VisionTransformer',
+        type='MSNViT',
         arch='deit-tiny',  # 192-d, 12 layers, 3 heads
         img_size=20,
         patch_size=4,
@@ -30,14 +30,6 @@ model = dict(
     head=dict(in_channels=256, loss=dict(prior_weight=100.0)),
     target_momentum=0.996)
 
-custom_hooks = [
-    dict(type='TargetMomentumHook', start=0.996, end=1.0),
-    dict(
-        type='KNNEvalHook',
-        train_dataset={{_base_.knn_train_dataset}},
-        test_dataset={{_base_.knn_test_dataset}},
-        label_keys=('digit_label', 'background_label')),
-]
 param_scheduler = [
     dict(type='LinearLR', start_factor=0.01, by_epoch=False, begin=0,
          end=warmup_iters),
@@ -46,7 +38,8 @@ param_scheduler = [
     dict(type='CosineAnnealingWeightDecay', eta_min=0.4, T_max=max_iters,
          by_epoch=False, begin=0, end=max_iters),
 ]
-train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters)
+train_cfg = dict(
+    type='IterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=50),
     checkpoint=dict(type='CheckpointHook', interval=10 * iters_per_epoch,

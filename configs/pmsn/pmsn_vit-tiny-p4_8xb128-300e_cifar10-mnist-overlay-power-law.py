@@ -42,8 +42,7 @@ model = dict(
     neck=dict(in_channels=192),
     head=dict(
         num_prototypes=10,
-        loss=dict(
-            prior_weight=100.0,
-            prior=dict(_delete_=True, type='PowerLawPrior', tau=0.5))),
+        prior=dict(_delete_=True, type='PowerLawPrior', tau=0.5),
+        loss=dict(prior_weight=100.0)),
     mask_ratio=0.05)
 optim_wrapper = dict(clip_grad=None)

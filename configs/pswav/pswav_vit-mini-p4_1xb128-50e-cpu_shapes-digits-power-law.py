@@ -38,9 +38,8 @@ model = dict(
 
 # SwAV keeps the prototypes fixed for the first epoch; no queue (a batch of
 # 128 already exceeds the 10 prototypes). The PMSN-only hooks of the base are
-# dropped, its other hooks (kNN evaluation) kept.
-pmsn_only_hooks = ('TargetMomentumHook', 'SharpenTemperatureHook',
-                   'PrototypeUsageHook')
+# dropped, its others kept; the kNN evaluation (val loop) is inherited.
+pmsn_only_hooks = ('PrototypeUsageHook', )
 custom_hooks = [
     dict(
         type='SwAVHook',

@@ -67,7 +67,16 @@ model = dict(
     data_preprocessor=data_preprocessor,
     backbone=dict(type='ResNet', depth=50, zero_init_residual=True),
     neck=dict(
-        type='VICRegExpander', in_channels=2048, channels=(8192, 8192, 8192)),
+        type='NonLinearNeck',  # the official expander, --mlp 8192-8192-8192
+        in_channels=2048,
+        hid_channels=8192,
+        out_channels=8192,
+        num_layers=3,
+        with_bias=True,
+        with_last_bn=False,
+        with_last_bias=False,
+        with_avg_pool=True,
+        norm_cfg=dict(type='BN1d')),
     loss=dict(
         type='VICRegLoss',
         invariance_weight=25.0,

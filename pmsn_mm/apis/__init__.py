@@ -1,22 +1,17 @@
-"""Helpers for the analysis tools: load a checkpoint, extract features and
-the pure functions behind the paper's figures.
+"""Helpers for the analysis tools: datasets and prototype probabilities of
+a trained model (built with ``mmpretrain.apis.get_model``; features with
+``pmsn_mm.evaluation.functional.extract_features``).
 
-Not imported by ``pmsn_mm/__init__.py`` (it pulls in tqdm and the tools'
-plotting); use ``import pmsn_mm.apis``.
+Not imported by ``pmsn_mm/__init__.py`` (it pulls in mmcv's image I/O); use
+``import pmsn_mm.apis``.
 """
-from .analysis import (chance_agreement, contingency, cosine_knn,
-                       neighbor_agreement, save_image_grid,
-                       top_samples_per_prototype, two_clusters, usage_counts)
-from .inference import (build_dataset, dataset_config, dataset_labels,
-                        extract_features, load_image, load_model,
-                        neck_embeddings, prototype_matrix,
+from .inference import (build_dataset, cluster_prior, dataset_config,
+                        dataset_labels, load_image, neck_embeddings,
+                        prior_probabilities, prototype_matrix,
                         prototype_probabilities)
 
 __all__ = [
-    'build_dataset', 'chance_agreement', 'contingency', 'cosine_knn',
-    'dataset_config', 'dataset_labels', 'extract_features', 'load_image',
-    'load_model', 'neck_embeddings', 'neighbor_agreement',
-    'prototype_matrix', 'prototype_probabilities',
-    'save_image_grid', 'top_samples_per_prototype', 'two_clusters',
-    'usage_counts'
+    'build_dataset', 'cluster_prior', 'dataset_config', 'dataset_labels',
+    'load_image', 'neck_embeddings', 'prior_probabilities',
+    'prototype_matrix', 'prototype_probabilities'
 ]

@@ -1,53 +1,18 @@
-"""Load a trained model and extract features/prototype probabilities."""
+"""Datasets and prototype probabilities of a trained model for the analysis
+tools (load the model with ``mmpretrain.apis.get_model``)."""
 import copy
-from typing import Dict, Optional, Union
+from typing import Dict, Optional
 
 import mmcv
 import numpy as np
 import torch
 from mmengine.config import Config
-from mmengine.dataset import default_collate
 from mmengine.registry import init_default_scope
-from mmengine.runner import load_checkpoint
 from torch import Tensor, nn
-from torch.utils.data import DataLoader, Dataset
-from tqdm import tqdm
+from torch.utils.data import Dataset
 
-from pmsn_mm.evaluation.functional import batch_features, last_output
-from pmsn_mm.models.losses import prototype_log_probabilities
-
-STAGES = ('backbone', 'neck')
-
-
-def load_model(config: Union[str, Config],
-               checkpoint: Optional[str] = None,
-               device: str = 'cpu',
-               cfg_options: Optional[dict] = None) -> nn.Module:
-    """Build the config's model and load a checkpoint into it (eval mode).
-
-    Args:
-        config: Config path or ``Config``.
-        checkpoint: Checkpoint path (mmengine format); None keeps the
-            initialised weights.
-        device: Device to move the model to.
-        cfg_options: Overrides merged into the config.
-
-    Returns:
-        The model in eval mode, with the config attached as ``model.cfg``.
-    """
-    cfg = Config.fromfile(config) if isinstance(config,
-                                                str) else copy.deepcopy(config)
-    if cfg_options:
-        cfg.merge_from_dict(cfg_options)
-    init_default_scope(cfg.get('default_scope', 'mmpretrain'))
-    from mmpretrain.registry import MODELS
-    model = MODELS.build(cfg.model)
-    if checkpoint is None:
-        model.init_weights()
-    else:
-        load_checkpoint(model, checkpoint, map_location='cpu')
-    model.cfg = cfg
-    return model.to(device).eval()
+from pmsn_mm.evaluation.functional import last_output
+from pmsn_mm.models.heads import prototype_log_probabilities
 
 
 def dataset_config(cfg: Config,
@@ -56,11 +21,11 @@ def dataset_config(cfg: Config,
                    which: str = 'test') -> dict:
     """Pick a dataset config for analysis from a training config.
 
-    Without ``split``, the ``KNNEvalHook``'s ``test_dataset`` (``which=
-    'test'``) or ``train_dataset`` (``which='train'``) is used when the
-    config has that hook; otherwise (or with ``split``) the training dataset
-    with ``split=split or which`` and the config's ``test_pipeline`` (default
-    ``[PackInputs]``).
+    Without ``split``, the kNN evaluation's datasets are used when the
+    config has one (``val_dataloader.dataset`` a ``KNNEvalDataset``: its
+    ``query`` for ``which='test'``, its ``memory`` for ``which='train'``);
+    otherwise (or with ``split``) the training dataset with ``split=split or
+    which`` and the config's ``test_pipeline`` (default ``[PackInputs]``).
 
     Args:
         cfg: The training config.
@@ -74,10 +39,9 @@ def dataset_config(cfg: Config,
     if which not in ('train', 'test'):
         raise ValueError(f"which must be 'train' or 'test', got {which!r}.")
     ds_cfg = None
-    if split is None:
-        for hook in cfg.get('custom_hooks', None) or []:
-            if hook.get('type') == 'KNNEvalHook':
-                ds_cfg = copy.deepcopy(hook[f'{which}_dataset'])
+    val = (cfg.get('val_dataloader', None) or {}).get('dataset', None) or {}
+    if split is None and val.get('type') == 'KNNEvalDataset':
+        ds_cfg = copy.deepcopy(val['memory' if which == 'train' else 'query'])
     if ds_cfg is None:
         ds_cfg = copy.deepcopy(cfg.train_dataloader.dataset)
         ds_cfg['split'] = split or which
@@ -137,44 +101,6 @@ def load_image(dataset: Dataset, index: int) -> np.ndarray:
     return img
 
 
-@torch.no_grad()
-def extract_features(model: nn.Module,
-                     dataset: Dataset,
-                     batch_size: int = 64,
-                     stage: str = 'backbone',
-                     num_workers: int = 0,
-                     progress: bool = True) -> Tensor:
-    """Features of every sample, in dataset order, with a progress bar.
-
-    ``'backbone'``: ``model.extract_feat`` (last output, 4-D maps
-    average-pooled), as :class:`~pmsn_mm.engine.hooks.KNNEvalHook`;
-    ``'neck'``: backbone + neck, the embedding compared with the prototypes.
-
-    Args:
-        model: A model in eval mode.
-        dataset: Dataset whose pipeline packs ``inputs`` (test pipeline).
-        batch_size: Batch size.
-        stage: ``'backbone'`` or ``'neck'``.
-        num_workers: DataLoader workers.
-        progress: Show a tqdm progress bar.
-
-    Returns:
-        Tensor of shape (N, D) on the CPU.
-    """
-    if stage not in STAGES:
-        raise ValueError(f'stage must be one of {STAGES}, got {stage!r}.')
-    loader = DataLoader(
-        dataset,
-        batch_size=batch_size,
-        shuffle=False,
-        num_workers=num_workers,
-        collate_fn=default_collate)
-    feats = []
-    for data in tqdm(loader, desc=f'{stage} features', disable=not progress):
-        feats.append(batch_features(model, data, stage).float().cpu())
-    return torch.cat(feats)
-
-
 def prototype_matrix(model: nn.Module) -> Tensor:
     """The prototypes of a prototype model, shape (K, D): ``head.prototypes``
     (PMSN) or the loss's ``prototypes.weight`` (SwAV, PSwAV).
@@ -217,21 +143,55 @@ def neck_embeddings(model: nn.Module, feats: Tensor) -> Tensor:
 
 @torch.no_grad()
 def prototype_probabilities(model: nn.Module, embeddings: Tensor) -> Tensor:
-    """Prototype probabilities of neck embeddings, as the PMSN loss computes
-    them (its temperature and label smoothing); for SwAV-style models the
-    predicted assignments ``softmax(cos / temperature)``.
+    """Prototype probabilities of neck embeddings: the head's
+    ``probabilities`` (PMSN: as in the loss); for SwAV-style models the
+    predicted assignments ``softmax(cos / temperature)`` of the loss.
 
     Args:
-        model: A model with prototypes (see :func:`prototype_matrix`) and
-            ``head.loss_module.temperature``.
+        model: A PMSN model, or a SwAV-style one (see
+            :func:`prototype_matrix`, ``head.loss_module.temperature``).
         embeddings: Tensor of shape (N, D).
 
     Returns:
-        Tensor of shape (N, K).
+        Tensor of shape (N, K), float32 on the CPU.
     """
-    loss = model.head.loss_module
+    head = model.head
+    if hasattr(head, 'probabilities'):
+        return head.probabilities(
+            embeddings.to(head.prototypes.device,
+                          head.prototypes.dtype)).float().cpu()
     prototypes = prototype_matrix(model).detach().float().cpu()
     return prototype_log_probabilities(embeddings.float().cpu(), prototypes,
-                                       loss.temperature,
-                                       getattr(loss, 'label_smoothing',
-                                               0.0)).exp()
+                                       head.loss_module.temperature).exp()
+
+
+def cluster_prior(model: nn.Module) -> nn.Module:
+    """The cluster prior module of a prototype model: ``head.prior``
+    (PMSN) or the loss's ``prior`` (PSwAV).
+
+    Args:
+        model: A PMSN or PSwAV model.
+
+    Returns:
+        The ``BasePrior``.
+    """
+    prior = getattr(model.head, 'prior', None)
+    if prior is None:
+        prior = getattr(model.head.loss_module, 'prior', None)
+    if prior is None:
+        raise AttributeError(f'{type(model).__name__} has neither head.prior '
+                             '(PMSN) nor head.loss_module.prior (PSwAV).')
+    return prior
+
+
+def prior_probabilities(model: nn.Module) -> Tensor:
+    """The prior over the model's K prototypes, float64 on the CPU.
+
+    Args:
+        model: A PMSN or PSwAV model.
+
+    Returns:
+        Tensor of shape (K,).
+    """
+    return cluster_prior(model).probs(
+        prototype_matrix(model).shape[0], torch.device('cpu'), torch.float64)

@@ -18,11 +18,10 @@ import bisect
 import os.path as osp
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
-from mmpretrain.datasets import BaseDataset
 from mmpretrain.registry import DATASETS
 
 from .annotation_io import read_json_dict, require_list_field
-from .non_empty import NonEmptyDatasetMixin
+from .original_layout import OriginalLayoutDataset
 
 #: Our split -> the official CLEVR split whose scenes are annotated.
 CLEVR_SPLITS: Dict[str, str] = {'train': 'train', 'test': 'val'}
@@ -173,29 +172,15 @@ def clevr_samples(data_root: str,
     return samples
 
 
-class _CLEVRBase(NonEmptyDatasetMixin, BaseDataset):
+class _CLEVRBase(OriginalLayoutDataset):
     """Shared loader of the CLEVR tasks; subclasses set ``label_fn``."""
 
+    SPLITS = tuple(CLEVR_SPLITS)
     label_fn: Callable[[dict], int]
 
-    def __init__(self,
-                 data_root: str,
-                 split: str = 'train',
-                 **kwargs) -> None:
-        if split not in CLEVR_SPLITS:
-            raise ValueError(f'split must be one of {tuple(CLEVR_SPLITS)}, '
-                             f'got {split!r}.')
-        self.split = split
-        kwargs.setdefault('test_mode', split == 'test')
-        super().__init__(ann_file='', data_root=data_root, **kwargs)
-
-    def load_data_list(self) -> List[dict]:
-        """Image paths and labels from the scene JSON (no image is read)."""
-        return [
-            dict(img_path=osp.join(self.data_root, rel), gt_label=label)
-            for rel, label in clevr_samples(self.data_root, self.split,
-                                            type(self).label_fn)
-        ]
+    def samples(self) -> List[Tuple[str, int]]:
+        """Image paths and labels from the scene JSON."""
+        return clevr_samples(self.data_root, self.split, type(self).label_fn)
 
 
 @DATASETS.register_module()

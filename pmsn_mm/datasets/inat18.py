@@ -17,11 +17,10 @@ Expected layout (``data_root``)::
 import os.path as osp
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
-from mmpretrain.datasets import BaseDataset
 from mmpretrain.registry import DATASETS
 
 from .annotation_io import read_json_dict, require_list_field
-from .non_empty import NonEmptyDatasetMixin
+from .original_layout import OriginalLayoutDataset
 
 INAT18_NUM_CLASSES = 8142
 #: Our split -> official annotation file stem; iNat18's val set is the usual
@@ -103,7 +102,7 @@ def inat18_samples(annotation: dict,
 
 
 @DATASETS.register_module()
-class INat18(NonEmptyDatasetMixin, BaseDataset):
+class INat18(OriginalLayoutDataset):
     """iNaturalist 2018 from ``{train,val}2018.json``; label = category_id.
 
     Args:
@@ -116,23 +115,12 @@ class INat18(NonEmptyDatasetMixin, BaseDataset):
     """
 
     METAINFO = {'classes': INAT18_CLASSES}
+    SPLITS = tuple(INAT18_SPLITS)
 
-    def __init__(self, data_root: str, split: str = 'train', **kwargs) -> None:
-        if split not in INAT18_SPLITS:
-            raise ValueError(f'split must be one of {tuple(INAT18_SPLITS)}, '
-                             f'got {split!r}.')
-        self.split = split
-        kwargs.setdefault('test_mode', split != 'train')
-        super().__init__(ann_file='', data_root=data_root, **kwargs)
-
-    def load_data_list(self) -> List[dict]:
-        """Image paths and labels from the JSON (no image is read)."""
+    def samples(self) -> List[Tuple[str, int]]:
+        """Image paths and labels from the JSON."""
         path = inat18_annotation_file(self.data_root, self.split)
         annotation = read_json_dict(
             path, 'Set data_root to the folder holding train2018.json, '
             'val2018.json and train_val2018/.')
-        return [
-            dict(img_path=osp.join(self.data_root, file_name),
-                 gt_label=label)
-            for file_name, label in inat18_samples(annotation, path)
-        ]
+        return inat18_samples(annotation, path)

@@ -34,10 +34,9 @@ import os.path as osp
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
-from mmpretrain.datasets import BaseDataset
 from mmpretrain.registry import DATASETS
 
-from .non_empty import NonEmptyDatasetMixin
+from .original_layout import OriginalLayoutDataset
 
 KITTI_VEHICLE_TYPES: Tuple[str, ...] = ('Car', 'Van', 'Truck')
 KITTI_DIST_THRESHOLDS: Tuple[float, ...] = (0.0, 8.0, 20.0)
@@ -88,14 +87,9 @@ def closest_vehicle_distance(label_lines: Iterable[str],
 
 def kitti_dist_label(label_lines: Iterable[str],
                      source: str = 'label lines') -> int:
-    """KITTI/Dist class of one image (see the module docstring's table).
-
-    Args:
-        label_lines: Lines of a ``label_2/<id>.txt`` file.
-        source: Name of the file, for error messages.
-
-    Returns:
-        Class index in [0, 4): ``bisect_left((0, 8, 20), d)``.
+    """KITTI/Dist class of one image (see the module docstring's table):
+    ``bisect_left((0, 8, 20), d)`` in [0, 4) for the distance ``d`` of
+    :func:`closest_vehicle_distance` (same arguments).
     """
     return bisect.bisect_left(KITTI_DIST_THRESHOLDS,
                               closest_vehicle_distance(label_lines, source))
@@ -175,7 +169,7 @@ def kitti_dist_samples(data_root: str,
 
 
 @DATASETS.register_module()
-class KITTIDist(NonEmptyDatasetMixin, BaseDataset):
+class KITTIDist(OriginalLayoutDataset):
     """KITTI/Dist: 4-way classification of the closest vehicle's distance.
 
     Args:
@@ -190,6 +184,7 @@ class KITTIDist(NonEmptyDatasetMixin, BaseDataset):
     """
 
     METAINFO = {'classes': KITTI_DIST_CLASSES}
+    SPLITS = KITTI_SPLITS
 
     def __init__(self,
                  data_root: str,
@@ -197,22 +192,14 @@ class KITTIDist(NonEmptyDatasetMixin, BaseDataset):
                  train_fraction: float = 0.8,
                  seed: int = 0,
                  **kwargs) -> None:
-        if split not in KITTI_SPLITS:
-            raise ValueError(
-                f'split must be one of {KITTI_SPLITS}, got {split!r}.')
         if not 0.0 < train_fraction < 1.0:
             raise ValueError(
                 f'train_fraction must be in (0, 1), got {train_fraction}.')
-        self.split = split
         self.train_fraction = train_fraction
         self.seed = seed
-        kwargs.setdefault('test_mode', split == 'test')
-        super().__init__(ann_file='', data_root=data_root, **kwargs)
+        super().__init__(data_root=data_root, split=split, **kwargs)
 
-    def load_data_list(self) -> List[dict]:
-        """Image paths and labels from ``label_2`` (no image is read)."""
-        return [
-            dict(img_path=osp.join(self.data_root, rel), gt_label=label)
-            for rel, label in kitti_dist_samples(
-                self.data_root, self.split, self.train_fraction, self.seed)
-        ]
+    def samples(self) -> List[Tuple[str, int]]:
+        """Image paths and labels from ``label_2``."""
+        return kitti_dist_samples(self.data_root, self.split,
+                                  self.train_fraction, self.seed)

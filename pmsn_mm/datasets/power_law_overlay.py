@@ -4,9 +4,12 @@ from typing import List, Optional, Sequence, Tuple
 
 import mmcv
 import numpy as np
+import torch
 from mmpretrain.datasets import BaseDataset
 from mmpretrain.registry import DATASETS
 
+from ..models.priors import PowerLawPrior
+from ..utils.validation import check_choice
 from .non_empty import NonEmptyDatasetMixin
 from .procedural_shapes import (SHAPE_CLASSES, SHAPE_OPTIONS, render_noise,
                                 render_shapes)
@@ -35,21 +38,6 @@ SKLEARN_TRAIN_FRACTION = 0.7
 CROP_FRACTION = (0.25, 0.6)
 
 
-def power_law_probs(num_classes: int, tau: float) -> np.ndarray:
-    """Class probabilities ``p_k ∝ k^-tau`` for ranks ``k = 1..num_classes``.
-
-    Args:
-        num_classes: Number of classes.
-        tau: Power-law exponent (paper: 0.5 for the toy set).
-
-    Returns:
-        Array of shape (num_classes,) that sums to 1.
-    """
-    ranks = np.arange(1, num_classes + 1, dtype=np.float64)
-    weights = ranks**(-float(tau))
-    return weights / weights.sum()
-
-
 def _to_gray_uint8(img: np.ndarray) -> np.ndarray:
     """RGB(A)/gray image of any dtype -> (H, W) uint8 luminance."""
     img = np.asarray(img)
@@ -72,6 +60,21 @@ def _require_files(root: str, names: Sequence[str], what: str,
             f'{what} files are missing: {missing}. Expected the standard '
             f'layout {layout} (no download at run time; place the files '
             'there or change data_root).')
+
+
+def _read_split(dataset_cls: type, data_root: str, folder: str, split: str,
+                files: Sequence[str], what: str, layout: str
+                ) -> Tuple[List[np.ndarray], np.ndarray, Tuple[str, ...]]:
+    """Grey uint8 images, labels and class names of one split of an
+    mmpretrain dataset that is already on disk (MNIST, CIFAR10; never
+    downloaded); missing files raise a FileNotFoundError naming them."""
+    _require_files(folder, files, what, layout)
+    dataset = dataset_cls(
+        data_root=data_root, split=split, download=False, lazy_init=True)
+    data = dataset.load_data_list()
+    images = [_to_gray_uint8(d['img']) for d in data]
+    labels = np.array([int(d['gt_label']) for d in data], dtype=np.int64)
+    return images, labels, tuple(dataset.CLASSES)
 
 
 @DATASETS.register_module()
@@ -151,12 +154,12 @@ class PowerLawOverlayDataset(NonEmptyDatasetMixin, BaseDataset):
                  shape_options: Optional[dict] = None,
                  seed: int = 0,
                  **kwargs) -> None:
-        self._check_choice('split', split, SPLITS)
-        self._check_choice('label', label, LABELS)
-        self._check_choice('background_source', background_source,
+        check_choice('split', split, SPLITS)
+        check_choice('label', label, LABELS)
+        check_choice('background_source', background_source,
                            BACKGROUND_SOURCES)
-        self._check_choice('digit_source', digit_source, DIGIT_SOURCES)
-        self._check_choice('channels', channels, (1, 3))
+        check_choice('digit_source', digit_source, DIGIT_SOURCES)
+        check_choice('channels', channels, (1, 3))
         if not np.isfinite(tau) or tau < 0:
             raise ValueError(f'tau must be a finite number >= 0 (0 = uniform '
                              f'digits), but got tau={tau}.')
@@ -196,12 +199,6 @@ class PowerLawOverlayDataset(NonEmptyDatasetMixin, BaseDataset):
         kwargs.setdefault('test_mode', split == 'test')
         super().__init__(ann_file='', **kwargs)
 
-    @staticmethod
-    def _check_choice(name: str, value, allowed: Sequence) -> None:
-        if value not in allowed:
-            raise ValueError(
-                f'{name} must be one of {tuple(allowed)}, got {value!r}.')
-
     # ------------------------------------------------------------ sources
     def _load_digits(self) -> Tuple[np.ndarray, np.ndarray]:
         """Digit images (N, h, w) uint8 and labels (N,) of this split."""
@@ -221,34 +218,21 @@ class PowerLawOverlayDataset(NonEmptyDatasetMixin, BaseDataset):
             keep = np.sort(np.concatenate(keep))
             return images[keep], labels[keep]
         from mmpretrain.datasets import MNIST
-        _require_files(self.digit_root, MNIST_FILES[self.split], 'MNIST',
-                       f"'{osp.join(self.digit_root, MNIST_FILES['train'][0])}'"
-                       ' (the extracted idx files)')
-        mnist = MNIST(
-            data_root=self.digit_root,
-            split=self.split,
-            download=False,
-            lazy_init=True)
-        data = mnist.load_data_list()
-        images = np.stack([_to_gray_uint8(d['img']) for d in data])
-        labels = np.array([int(d['gt_label']) for d in data], dtype=np.int64)
-        return images, labels
+        images, labels, _ = _read_split(
+            MNIST, self.digit_root, self.digit_root, self.split,
+            MNIST_FILES[self.split], 'MNIST',
+            f"'{osp.join(self.digit_root, MNIST_FILES['train'][0])}'"
+            ' (the extracted idx files)')
+        return np.stack(images), labels
 
     def _load_cifar10(self) -> Tuple[List[np.ndarray], np.ndarray]:
         from mmpretrain.datasets import CIFAR10
         folder = osp.join(self.background_root, CIFAR10.base_folder)
-        _require_files(folder, CIFAR10_FILES[self.split], 'CIFAR-10',
-                       f"'{folder}/data_batch_1..5, test_batch, batches.meta'"
-                       ' (python version)')
-        cifar = CIFAR10(
-            data_root=self.background_root,
-            split=self.split,
-            download=False,
-            lazy_init=True)
-        data = cifar.load_data_list()
-        self.background_classes = tuple(cifar.CLASSES)
-        images = [_to_gray_uint8(d['img']) for d in data]
-        labels = np.array([int(d['gt_label']) for d in data], dtype=np.int64)
+        images, labels, self.background_classes = _read_split(
+            CIFAR10, self.background_root, folder, self.split,
+            CIFAR10_FILES[self.split], 'CIFAR-10',
+            f"'{folder}/data_batch_1..5, test_batch, batches.meta'"
+            ' (python version)')
         return images, labels
 
     def _backgrounds(self, rng: np.random.Generator,
@@ -307,7 +291,9 @@ class PowerLawOverlayDataset(NonEmptyDatasetMixin, BaseDataset):
         num = len(backgrounds)
         digit_images, digit_labels_all = self._load_digits()
         digit_labels = rng.choice(
-            10, size=num, p=power_law_probs(10, self.tau)).astype(np.int64)
+            10, size=num,
+            p=PowerLawPrior(self.tau)(10, torch.float64).numpy()).astype(
+                np.int64)
         pool = [np.flatnonzero(digit_labels_all == d) for d in range(10)]
         for d in range(10):
             if len(pool[d]) == 0:

@@ -1,2 +1,2 @@
-"""Training-time engine parts: hooks and model wrappers."""
-from . import hooks, model_wrappers  # noqa: F401
+"""Training-time engine parts: hooks, loops and model wrappers."""
+from . import hooks, model_wrappers, runners  # noqa: F401

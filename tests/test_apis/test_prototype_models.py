@@ -4,7 +4,8 @@ import torch.nn.functional as F
 from mmengine.registry import init_default_scope
 
 from mmpretrain.registry import MODELS
-from pmsn_mm.apis import (neck_embeddings, prototype_matrix,
+from pmsn_mm.apis import (cluster_prior, neck_embeddings,
+                          prior_probabilities, prototype_matrix,
                           prototype_probabilities)
 
 VIT = dict(
@@ -23,7 +24,9 @@ def _pswav():
                        out_channels=6, norm_cfg=dict(type='BN1d')),
              head=dict(type='SwAVHead',
                        loss=dict(type='PSwAVLoss', feat_dim=6,
-                                 num_prototypes=5)))).eval()
+                                 num_prototypes=5,
+                                 prior=dict(type='PowerLawPrior',
+                                            tau=1.0))))).eval()
 
 
 def _pmsn():
@@ -33,7 +36,8 @@ def _pmsn():
              neck=dict(type='MSNProjector', in_channels=16,
                        hidden_channels=8, out_channels=6),
              head=dict(type='PMSNHead', num_prototypes=5,
-                       in_channels=6))).eval()
+                       in_channels=6, temperature=0.2, label_smoothing=0.1,
+                       prior=dict(type='PowerLawPrior', tau=1.0)))).eval()
 
 
 def test_pswav_helpers_match_its_swav_forward():
@@ -50,6 +54,11 @@ def test_pswav_helpers_match_its_swav_forward():
     expected = F.softmax(
         F.normalize(emb) @ F.normalize(w.detach()).T / 0.1, dim=1)
     torch.testing.assert_close(probs, expected)
+    assert cluster_prior(model) is model.head.loss_module.prior
+    harmonic = torch.tensor([1, 1 / 2, 1 / 3, 1 / 4, 1 / 5],
+                            dtype=torch.float64)
+    torch.testing.assert_close(prior_probabilities(model),
+                               harmonic / harmonic.sum())
 
 
 def test_pmsn_helpers_unchanged():
@@ -57,5 +66,15 @@ def test_pmsn_helpers_unchanged():
     assert prototype_matrix(model) is model.head.prototypes
     feats = torch.randn(3, 16)
     with torch.no_grad():
-        torch.testing.assert_close(
-            neck_embeddings(model, feats), model.neck(feats)[0])
+        emb = model.neck(feats)[0]
+        torch.testing.assert_close(neck_embeddings(model, feats), emb)
+    # the head's probabilities: temperature 0.2, label smoothing 0.1
+    w = model.head.prototypes.detach()
+    soft = F.softmax(F.normalize(emb) @ F.normalize(w).T / 0.2, dim=1)
+    torch.testing.assert_close(
+        prototype_probabilities(model, emb), 0.9 * soft + 0.1 / 5)
+    assert cluster_prior(model) is model.head.prior
+    harmonic = torch.tensor([1, 1 / 2, 1 / 3, 1 / 4, 1 / 5],
+                            dtype=torch.float64)
+    torch.testing.assert_close(prior_probabilities(model),
+                               harmonic / harmonic.sum())

@@ -1,6 +1,5 @@
 """Every PMSN config builds (model, dataset, pipeline); the CPU toy job runs."""
 import glob
-import json
 import os.path as osp
 
 import pytest
@@ -10,7 +9,8 @@ from mmengine.registry import init_default_scope
 from mmengine.runner import Runner
 
 from mmpretrain.registry import DATASETS, MODELS, TRANSFORMS
-from tests._configs import CONFIGS
+from pmsn_mm.evaluation.functional import extract_features, knn_top1
+from tests._configs import CONFIGS, small_knn_eval
 
 PMSN_CONFIGS = sorted(glob.glob(osp.join(CONFIGS, 'pmsn', '*.py')))
 CPU_TOY = osp.join(CONFIGS, 'pmsn',
@@ -32,7 +32,7 @@ def _point_at(cfg, root):
                   num_samples=16)
     else:
         ds.data_root = root
-    prior = cfg.model.head.loss.prior
+    prior = cfg.model.head.prior
     if prior.type == 'ClassPrior':
         prior.dataset.data_root = root
 
@@ -63,8 +63,8 @@ def test_config_builds(path, tmp_path):
     _build_transforms(cfg.train_dataloader.dataset.pipeline)
     # the prior has one probability per prototype
     k = model.head.num_prototypes
-    if cfg.model.head.loss.prior.type != 'ClassPrior':
-        probs = model.head.loss_module.prior(k, torch.float64)
+    if cfg.model.head.prior.type != 'ClassPrior':
+        probs = model.head.prior_probs(dtype=torch.float64)
         assert probs.shape == (k, )
         assert float(probs.sum()) == pytest.approx(1.0)
 
@@ -75,7 +75,7 @@ def test_paper_settings():
                  'pmsn_vit-small-p16_32xb128-300e_inat18-power-law.py'))
     assert inat.model.head.num_prototypes == 8142
     assert inat.model.head.loss.prior_weight == 5.0
-    assert inat.model.head.loss.prior == dict(type='PowerLawPrior', tau=0.25)
+    assert inat.model.head.prior == dict(type='PowerLawPrior', tau=0.25)
     assert inat.model.mask_ratio == 0.15
     multiview = inat.train_dataloader.dataset.pipeline[1]
     assert multiview.num_views == [1, 1, 10]
@@ -100,10 +100,7 @@ def test_cpu_toy_config_runs_two_iterations(tmp_path):
     cfg.train_cfg.max_iters = 2
     cfg.train_dataloader.batch_size = 16
     cfg.train_dataloader.dataset.num_samples = 64
-    for hook in cfg.custom_hooks:
-        if hook.type == 'KNNEvalHook':
-            hook.train_dataset.num_samples = 100
-            hook.test_dataset.num_samples = 40
+    small_knn_eval(cfg)
     runner = Runner.from_cfg(cfg)
     runner.train()
     assert runner.iter == 2
@@ -114,42 +111,32 @@ def test_cpu_toy_config_runs_two_iterations(tmp_path):
     for key in ('loss_ce', 'loss_prior', 'prior_kl', 'num_prototypes_used'):
         assert torch.isfinite(torch.tensor(
             hub.get_scalar(f'train/{key}').current()))
-    results = json.load(open(osp.join(str(tmp_path), 'knn.json')))
-    assert set(results) == {'iter', 'digit_label', 'background_label'}
-    assert 0 <= results['digit_label'] <= 100
+    # the kNN val loop ran at the last iteration, on both labels
+    for key in ('knn_digit/top1', 'knn_background/top1'):
+        assert 0 <= hub.get_scalar(f'val/{key}').current() <= 100
 
 
-def test_knn_metric_as_val_evaluator_during_pretraining(tmp_path):
-    """PMSN.predict feeds KNNAccuracy in mmengine's ValLoop (both labels)."""
+def test_knn_val_loop_equals_knn_on_extracted_features(tmp_path):
+    """The config's kNN evaluation (FeatureValLoop + KNNEvalDataset +
+    KNNAccuracy) gives the weighted kNN of the frozen backbone features."""
     cfg = Config.fromfile(CPU_TOY)
     cfg.work_dir = str(tmp_path)
-    cfg.train_cfg = dict(type='IterBasedTrainLoop', max_iters=2,
-                         val_interval=2)
+    cfg.train_cfg.max_iters = 2
     cfg.train_dataloader.batch_size = 8
     cfg.train_dataloader.dataset.num_samples = 32
-    cfg.custom_hooks = [h for h in cfg.custom_hooks
-                        if h.type != 'KNNEvalHook']
-    pack = [dict(type='PackInputs',
-                 meta_keys=('digit_label', 'background_label'))]
-    cfg.val_dataloader = dict(
-        batch_size=16, num_workers=0,
-        sampler=dict(type='DefaultSampler', shuffle=False),
-        collate_fn=dict(type='default_collate'),
-        dataset=dict(
-            type='KNNEvalDataset',
-            memory=dict(type='PowerLawOverlayDataset', split='train',
-                        num_samples=60, pipeline=pack),
-            query=dict(type='PowerLawOverlayDataset', split='test',
-                       num_samples=20, pipeline=pack)))
-    cfg.val_evaluator = [
-        dict(type='KNNAccuracy', k=5, label_key='digit_label',
-             prefix='knn_digit'),
-        dict(type='KNNAccuracy', k=5, label_key='background_label',
-             prefix='knn_background'),
-    ]
-    cfg.val_cfg = dict()
+    small_knn_eval(cfg, memory=60, query=20, k=5)
+    cfg.val_dataloader.batch_size = 16  # batches straddle memory and query
     runner = Runner.from_cfg(cfg)
     runner.train()
     metrics = runner.val_loop.run()
-    assert set(metrics) >= {'knn_digit/top1', 'knn_background/top1'}
-    assert all(0 <= v <= 100 for v in metrics.values())
+    assert set(metrics) == {'knn_digit/top1', 'knn_background/top1'}
+    model = runner.model.eval()
+    dataset = runner.val_loop.dataloader.dataset
+    feats, labels = extract_features(
+        model, dataset, label_keys=('digit_label', 'background_label'))
+    mem, qry = slice(0, 60), slice(60, 80)
+    for key in ('digit', 'background'):
+        y = labels[f'{key}_label']
+        expected = knn_top1(feats[mem], y[mem], feats[qry], y[qry], k=5,
+                            temperature=0.07)
+        assert metrics[f'knn_{key}/top1'] == pytest.approx(expected)

@@ -13,7 +13,12 @@ from mmengine.runner import Runner
 from mmpretrain.registry import MODELS
 from tests._configs import CONFIGS
 
-SAMPLER_CONFIGS = sorted(glob.glob(osp.join(CONFIGS, 'samplers', '*.py')))
+# the class-stratified (K study) and class-frequency (Table 4) configs
+SAMPLER_CONFIGS = sorted(
+    glob.glob(osp.join(CONFIGS, 'class_stratified', 'pmsn_*.py')) +
+    glob.glob(osp.join(CONFIGS, 'class_stratified', 'cpu_study',
+                       'pmsn_*.py')) +
+    glob.glob(osp.join(CONFIGS, 'pmsn', '*frequency*.py')))
 
 
 def _fake_annotations(root, num_classes, per_class):
@@ -35,9 +40,9 @@ def _loader_cfg(cfg, tmp_path):
                             meta_keys=('digit_label', 'background_label'))]
     else:
         # enough classes/images for K = 960 (1 per class) and K = 2 (480)
-        ds.data_root = _fake_annotations(tmp_path, 961, 2) if \
-            loader.sampler.get('classes_per_batch') == 960 else \
-            _fake_annotations(tmp_path, 10, 480)
+        k = (loader.get('batch_sampler') or {}).get('classes_per_batch')
+        ds.data_root = _fake_annotations(tmp_path, 961, 2) if k == 960 \
+            else _fake_annotations(tmp_path, 10, 480)
         ds.pipeline = []
     return loader
 
@@ -49,17 +54,18 @@ def test_sampler_config_builds(path, tmp_path):
     MODELS.build(cfg.model)
     # simulate rank 0 of the GPU count in the config name ({N}xb{B})
     world = int(re.search(r'_(\d+)xb\d+', osp.basename(path)).group(1))
-    with mock.patch('pmsn_mm.datasets.samplers.class_stratified_sampler.'
-                    'get_dist_info', return_value=(0, world)), \
-            mock.patch('pmsn_mm.datasets.samplers.class_frequency_sampler.'
-                       'get_dist_info', return_value=(0, world)):
+    with mock.patch('pmsn_mm.datasets.samplers.class_aware_sampler.'
+                    'get_dist_info', return_value=(0, world)):
         loader = Runner.build_dataloader(_loader_cfg(cfg, tmp_path), seed=0)
-    sampler = loader.sampler
-    assert type(sampler).__name__ == cfg.train_dataloader.sampler.type
-    if hasattr(sampler, 'epoch_batches'):
-        batches = sampler.epoch_batches()  # global batches
+    expected = cfg.train_dataloader.get('batch_sampler') or \
+        cfg.train_dataloader.sampler
+    sampler = loader.batch_sampler if 'batch_sampler' in \
+        cfg.train_dataloader else loader.sampler
+    assert type(sampler).__name__ == expected.type
+    if hasattr(sampler, 'stratified'):
+        batches = sampler.stratified.epoch_batches()  # global batches
         labels = np.asarray(loader.dataset.get_gt_labels())
-        k = cfg.train_dataloader.sampler.classes_per_batch
+        k = expected.classes_per_batch
         assert batches.shape[1] == cfg.train_dataloader.batch_size * world
         for batch in batches[:20]:
             assert len(np.unique(labels[batch])) == k
@@ -74,7 +80,8 @@ def test_sampler_config_builds(path, tmp_path):
 def test_toy_batches_hold_k_background_classes(name, k, tmp_path):
     """Through the real DataLoader: each batch has K backgrounds, 60/K each."""
     init_default_scope('mmpretrain')
-    cfg = Config.fromfile(osp.join(CONFIGS, 'samplers', name))
+    cfg = Config.fromfile(
+        osp.join(CONFIGS, 'class_stratified', 'cpu_study', name))
     loader = Runner.build_dataloader(_loader_cfg(cfg, tmp_path), seed=0)
     for i, batch in enumerate(loader):
         bg = np.array([s.background_label for s in batch['data_samples']])

@@ -98,3 +98,10 @@ def test_bad_arguments_are_rejected(tmp_path):
         KITTIDist(data_root=str(tmp_path), split='val')
     with pytest.raises(ValueError, match='train_fraction'):
         KITTIDist(data_root=str(tmp_path), train_fraction=1.0)
+
+
+def test_original_layout_split_check_names_the_choices(tmp_path):
+    from pmsn_mm.datasets import KITTIDist
+    with pytest.raises(ValueError, match=r"^split must be one of \('train', "
+                       r"'test'\) but is 'val'\.$"):
+        KITTIDist(data_root=str(tmp_path), split='val')

@@ -36,8 +36,7 @@ def _crash_config(tmp_path, hook: str, at: int) -> str:
         tmp_path, TINY_PMSN + f"""
 custom_imports = dict(imports=['pmsn_mm', 'tests._kill_hooks'],
                       allow_failed_imports=False)
-custom_hooks = [dict(type='TargetMomentumHook', start=0.9, end=1.0),
-                dict(type='{hook}', at={at})]
+custom_hooks = [dict(type='{hook}', at={at})]
 """, f'crash_{hook}.py')
 
 

@@ -12,6 +12,7 @@ from mmengine.runner import Runner
 from torch import nn
 
 from pmsn_mm.engine.hooks import PrototypeUsageHook
+from pmsn_mm.models.heads import PMSNHead
 from tests._configs import CONFIGS
 
 PNG_HEADER = b'\x89PNG\r\n\x1a\n'
@@ -38,20 +39,12 @@ class _TupleOut(nn.Module):
         return (self.bn(x), )
 
 
-class _Loss(nn.Module):
-    temperature = 1e-3  # one-hot probabilities for orthogonal inputs
-    label_smoothing = 0.0
-
-    def prior(self, k, dtype):
-        return torch.full((k, ), 1.0 / k, dtype=dtype)
-
-
-class _Head(nn.Module):
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.prototypes = nn.Parameter(torch.eye(3))
-        self.loss_module = _Loss()
+def _head():
+    # one-hot probabilities for orthogonal inputs; uniform prior
+    head = PMSNHead(num_prototypes=3, in_channels=3, temperature=1e-3)
+    with torch.no_grad():
+        head.prototypes.copy_(torch.eye(3))
+    return head
 
 
 class _Model(nn.Module):
@@ -61,7 +54,7 @@ class _Model(nn.Module):
         self.data_preprocessor = _Pre()
         self.backbone = nn.Identity()
         self.neck = _TupleOut(bn)
-        self.head = _Head()
+        self.head = _head()
 
 
 class _Vis:
@@ -128,7 +121,8 @@ def test_constructor_errors(kwargs, match):
 def test_before_train_rejects_non_prototype_model(tmp_path):
     model = nn.Module()
     model.backbone = nn.Identity()
-    with pytest.raises(AttributeError, match='head.prototypes'):
+    with pytest.raises(AttributeError,
+                       match=r"'head.probabilities', 'head.prior_probs'\]"):
         PrototypeUsageHook().before_train(_runner(tmp_path, model))
 
 

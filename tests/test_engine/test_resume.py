@@ -9,7 +9,7 @@ from mmengine.config import Config
 from mmengine.hooks import Hook
 from mmengine.runner import Runner
 
-from tests._configs import REPO, write_config
+from tests._configs import REPO, without_val, write_config
 
 
 class _CaptureAtStart(Hook):
@@ -92,17 +92,16 @@ def test_resume_continues_the_adaptive_prior_estimate(tmp_path):
         cfg.train_cfg.max_iters = max_iters
         cfg.train_dataloader.batch_size = 16
         cfg.train_dataloader.dataset.num_samples = 64
-        cfg.custom_hooks = [h for h in cfg.custom_hooks
-                            if h.type != 'KNNEvalHook']
+        without_val(cfg)
         cfg.default_hooks.checkpoint.interval = 2
         # no warm-up and momentum 0: the estimate changes every step
-        cfg.model.head.loss.prior.warmup_updates = 0
-        cfg.model.head.loss.prior.momentum = 0.0
+        cfg.model.head.prior.warmup_updates = 0
+        cfg.model.head.prior.momentum = 0.0
         return cfg
 
     Runner.from_cfg(tiny(2, 'first')).train()
     saved = torch.load(osp.join(str(tmp_path / 'work'), 'iter_2.pth'))
-    prefix = 'head.loss_module.prior.'
+    prefix = 'head.prior.'
     saved_prior = {k[len(prefix):]: v for k, v in saved['state_dict'].items()
                    if k.startswith(prefix)}
     assert set(saved_prior) == {'tau', 'tau_fit', 'usage_ema', 'num_updates'}
@@ -118,6 +117,6 @@ def test_resume_continues_the_adaptive_prior_estimate(tmp_path):
     runner.train()
     for name, value in saved_prior.items():
         assert torch.equal(capture.state[prefix + name], value), name
-    prior = runner.model.head.loss_module.prior
+    prior = runner.model.head.prior
     assert prior.num_updates.item() == 4
     assert not torch.equal(prior.usage_ema, saved_prior['usage_ema'])

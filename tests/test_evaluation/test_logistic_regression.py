@@ -5,10 +5,9 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from pmsn_mm.evaluation import select_and_evaluate, select_regularization
 from pmsn_mm.evaluation.functional import logistic_regression as lr
-from pmsn_mm.evaluation.functional.logistic_regression import \
-    stratified_holdout
+from pmsn_mm.evaluation.functional.logistic_regression import (
+    select_and_evaluate, select_regularization, stratified_holdout)
 
 CS = (0.01, 0.1, 1.0, 10.0)
 

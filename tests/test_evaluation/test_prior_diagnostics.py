@@ -1,17 +1,13 @@
-"""Prior diagnostics of p̄: hand-computed values, validation and the plot."""
+"""Prior diagnostics of p̄: hand-computed values and validation."""
 import math
 
-import numpy as np
 import pytest
 import torch
 
 from pmsn_mm.evaluation.functional import (effective_num_clusters,
-                                           plot_rank_probability,
                                            prior_diagnostics,
                                            sorted_probabilities,
                                            update_used_prototypes)
-
-PNG_HEADER = b'\x89PNG\r\n\x1a\n'
 LN2, LN3 = math.log(2), math.log(3)
 
 
@@ -93,20 +89,3 @@ def test_update_used_prototypes_shape_error():
 def test_validation_errors(p, q, match):
     with pytest.raises(ValueError, match=match):
         prior_diagnostics(p, q)
-
-
-def test_plot_rank_probability_writes_png(tmp_path):
-    out = tmp_path / 'usage.png'
-    p = torch.tensor([0.7, 0.2, 0.1, 0.0])  # a 0 entry cannot be drawn
-    image = plot_rank_probability(
-        p, torch.full((4, ), 0.25), str(out), title='t')
-    data = out.read_bytes()
-    assert data[:8] == PNG_HEADER and len(data) > 1000
-    assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
-    assert image.std() > 0  # something was drawn
-
-
-def test_plot_rank_probability_without_file():
-    image = plot_rank_probability(
-        torch.tensor([.5, .5]), torch.tensor([.5, .5]))
-    assert image.shape[0] > 100 and image.shape[1] > 100

@@ -10,9 +10,10 @@ import torch
 from mmengine.config import Config
 from mmengine.runner import Runner
 
-from pmsn_mm.apis import (chance_agreement, contingency, cosine_knn,
-                          neighbor_agreement, top_samples_per_prototype,
-                          two_clusters, usage_counts)
+from pmsn_mm.evaluation.functional import (chance_agreement, cosine_knn,
+                                           neighbor_agreement,
+                                           top_samples_per_prototype,
+                                           usage_counts)
 from tests._configs import CONFIGS, REPO
 
 PNG_HEADER = b'\x89PNG\r\n\x1a\n'
@@ -20,7 +21,7 @@ TOY = osp.join(CONFIGS, 'pmsn',
                'pmsn_vit-mini-p4_1xb64-cpu-toy_power-law-overlay.py')
 TINY = f"""
 _base_ = '{TOY}'
-custom_hooks = [dict(type='TargetMomentumHook', start=0.996, end=1.0)]
+custom_hooks = []
 train_dataloader = dict(batch_size=16, dataset=dict(num_samples=64))
 train_cfg = dict(max_iters=2)
 default_hooks = dict(checkpoint=dict(interval=2))
@@ -99,6 +100,8 @@ def test_kmeans_balanced_recovers_the_clusters(tmp_path):
 
 
 def test_two_clusters_and_contingency():
+    two_clusters, contingency = kmeans_tool.two_clusters, \
+        kmeans_tool.contingency
     points, labels, sep = two_clusters(seed=3)
     assert points.shape == (1000,
                             2) and np.bincount(labels).tolist() == [900, 100]

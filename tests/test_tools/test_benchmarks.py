@@ -4,6 +4,8 @@ import os.path as osp
 import subprocess
 import sys
 
+import pytest
+
 from tests._configs import CONFIGS, REPO
 
 
@@ -20,10 +22,27 @@ def test_pmsn_step_benchmark_reports_numbers(capsys):
     cfg = osp.join(CONFIGS, 'pmsn',
                    'pmsn_vit-mini-p4_1xb64-cpu-toy_power-law-overlay.py')
     result = bench.main([cfg, '--batch-size', '4', '--steps', '2',
-                         '--warmup', '1', '--device', 'cpu'])
+                         '--warmup', '1', '--device', 'cpu', '--floor'])
     assert result['views'] == 2 and result['batch'] == 4
     assert result['median_step_s'] > 0 and result['images_per_s'] > 0
-    assert 'images/s' in capsys.readouterr().out
+    assert result['median_floor_s'] > 0
+    assert result['overhead'] == pytest.approx(
+        result['median_step_s'] / result['median_floor_s'] - 1)
+    out = capsys.readouterr().out
+    assert 'images/s' in out and 'overhead of the step over its floor' in out
+
+
+def test_pmsn_step_benchmark_reads_the_views_of_a_config():
+    from mmengine.config import Config
+    bench = _load('benchmark_pmsn_step')
+    paper = Config.fromfile(
+        osp.join(CONFIGS, 'pmsn',
+                 'pmsn_vit-small-p16_32xb128-300e_inat18-power-law.py'))
+    assert bench.view_shapes(paper) == [(3, 224)] * 2 + [(3, 96)] * 10
+    toy = Config.fromfile(osp.join(
+        CONFIGS, 'pmsn',
+        'pmsn_vit-mini-p4_1xb128-50e-cpu_shapes-digits-power-law.py'))
+    assert bench.view_shapes(toy) == [(1, 20)] * 2  # BatchAugmentPreprocessor
 
 
 def test_sampler_benchmark_runs_small():
@@ -35,3 +54,13 @@ def test_sampler_benchmark_runs_small():
     ], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert 'ms' in out.stdout
+
+
+def test_import_benchmark_reports_no_heavy_packages(capsys):
+    """`import pmsn_mm` (every config's custom_imports) loads no plotting
+    or scikit-learn module."""
+    bench = _load('benchmark_import')
+    result = bench.main(['--repeats', '1'])
+    assert result['pmsn_mm']['heavy'] == []
+    assert result['pmsn_mm']['median_s'] > 0
+    assert 'import pmsn_mm: median' in capsys.readouterr().out

@@ -11,6 +11,17 @@ TOOL = osp.join(REPO, 'tools', 'analysis_tools',
                 'class_stratified_cpu_study.py')
 
 
+def _log_knn(run, digit, background, timestamp='20260101_000000'):
+    """What the val loop logs: a scalars.json line with both metrics."""
+    vis = run / timestamp / 'vis_data'
+    vis.mkdir(parents=True)
+    lines = [dict(loss=1.0, step=299),
+             {'knn_digit/top1': digit, 'knn_background/top1': background,
+              'step': 300}]
+    (vis / 'scalars.json').write_text(
+        ''.join(json.dumps(line) + '\n' for line in lines))
+
+
 def _tool():
     spec = importlib.util.spec_from_file_location('cs_study', TOOL)
     module = importlib.util.module_from_spec(spec)
@@ -52,10 +63,9 @@ def test_main_reuses_finished_runs(tmp_path, monkeypatch, capsys):
     for variant, acc in (('balanced', 50.0), ('imbalanced', 20.0)):
         path = tool.study_configs()['msn'][variant]
         run = tmp_path / osp.splitext(osp.basename(path))[0]
-        run.mkdir()
-        (run / 'knn.json').write_text(
-            json.dumps(dict(iter=300, digit_label=acc,
-                            background_label=acc + 1)))
+        _log_knn(run, acc, acc + 1, '20260101_000000')
+        # an older run of the same config is ignored
+        _log_knn(run, 0.0, 0.0, '20250101_000000')
 
     def no_training(*args, **kwargs):
         raise AssertionError('finished runs must not be retrained')
@@ -69,6 +79,15 @@ def test_main_reuses_finished_runs(tmp_path, monkeypatch, capsys):
         tool.main(['--work-dir', str(tmp_path), '--methods', 'byol'])
 
 
+def test_read_knn_takes_the_newest_log_and_its_last_evaluation(tmp_path):
+    tool = _tool()
+    assert tool.read_knn(str(tmp_path)) is None
+    _log_knn(tmp_path, 10.0, 20.0, '20260101_000000')
+    _log_knn(tmp_path, 30.0, 40.0, '20260102_000000')
+    assert tool.read_knn(str(tmp_path)) == dict(digit_label=30.0,
+                                                 background_label=40.0)
+
+
 def test_rerun_overwrites_the_old_checkpoints(tmp_path, monkeypatch):
     """tools/train.py refuses a work dir with checkpoints unless told."""
     tool = _tool()
@@ -77,9 +96,7 @@ def test_rerun_overwrites_the_old_checkpoints(tmp_path, monkeypatch):
     def fake_training(cmd, check):
         calls.append(cmd)
         run = tmp_path / osp.basename(cmd[cmd.index('--work-dir') + 1])
-        run.mkdir(exist_ok=True)
-        (run / 'knn.json').write_text(
-            json.dumps(dict(iter=1, digit_label=1.0, background_label=2.0)))
+        _log_knn(run, 1.0, 2.0, f'2026010{len(calls)}_000000')
 
     monkeypatch.setattr(tool.subprocess, 'run', fake_training)
     monkeypatch.setattr(tool, 'summarize', lambda results: [])

@@ -87,10 +87,10 @@ def test_mean_std_and_schedule_scaling():
 def test_schedule_scaling_of_prior_warmup_and_prototype_freezing():
     from mmengine.config import Config
     adaptive = Config.fromfile(ADAPTIVE)
-    warmup = adaptive.model.head.loss.prior.warmup_updates
+    warmup = adaptive.model.head.prior.warmup_updates
     assert warmup == adaptive.warmup_iters > 0
     study.scale_schedule(adaptive, adaptive.train_cfg.max_iters // 3)
-    assert adaptive.model.head.loss.prior.warmup_updates == round(warmup / 3)
+    assert adaptive.model.head.prior.warmup_updates == round(warmup / 3)
     pswav = Config.fromfile(PSWAV)
     hook = [h for h in pswav.custom_hooks if h.type == 'SwAVHook'][0]
     frozen = hook.frozen_layers_cfg.prototypes
@@ -114,11 +114,11 @@ ADAPTIVE = osp.join(
 def test_adaptive_prior_choice_keeps_or_builds_the_prior():
     args = study.parse_args([CONFIG, '--priors', 'adaptive'])
     built = study.make_config(args, 'adaptive', 'forward', 0)
-    assert built.model.head.loss.prior == dict(
+    assert built.model.head.prior == dict(
         type='AdaptivePowerLawPrior', num_prototypes=10)
     args = study.parse_args([ADAPTIVE, '--priors', 'adaptive'])
     own = study.make_config(args, 'adaptive', 'forward', 0)
-    assert own.model.head.loss.prior.momentum == 0.99  # the config's
+    assert own.model.head.prior.momentum == 0.99  # the config's
     with pytest.raises(ValueError, match='--priors power-law uses the '
                        "config's prior"):
         study.make_config(args, 'power-law', 'forward', 0)

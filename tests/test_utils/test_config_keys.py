@@ -101,10 +101,10 @@ train = _load_train_tool()
 @pytest.mark.parametrize('option, message', [
     ('model.head.loss.prior_wieght=5',
      "PMSNLoss got unknown config key(s) ['prior_wieght'] (did you mean "
-     "'prior_weight'?); valid keys: temperature, sharpen_temperature, "
-     'prior_weight, label_smoothing, use_sinkhorn, sinkhorn_iterations, '
-     'entropy_weight, kl_direction, prior, prior_usage.'),
-    ('model.head.loss.prior.tau=0.5',
+     "'prior_weight'?); valid keys: sharpen_temperature, prior_weight, "
+     'use_sinkhorn, sinkhorn_iterations, entropy_weight, kl_direction, '
+     'prior_usage.'),
+    ('model.head.prior.tau=0.5',
      "UniformPrior got unknown config key(s) ['tau']; it takes no config "
      'keys.'),
     ('train_dataloader.sampler.clases_per_batch=2',

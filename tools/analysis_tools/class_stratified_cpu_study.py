@@ -5,8 +5,10 @@ VICReg, MSN, MAE, data2vec; each with K = 10 and K = 2 background classes
 per batch) one after the other with ``tools/train.py``, then prints, per
 method, the k-NN top-1 on the digit and background labels of both runs and
 their difference (balanced - imbalanced; the paper's Table 1 convention).
-The table is also written to ``<work-dir>/summary.json``. A run whose
-``knn.json`` exists is not repeated unless ``--rerun``.
+The accuracies are the configs' kNN val loop at the last iteration, read
+back from the run's ``<timestamp>/vis_data/scalars.json``. The table is also
+written to ``<work-dir>/summary.json``. A run that has them is not repeated
+unless ``--rerun``.
 
 Examples:
     python tools/analysis_tools/class_stratified_cpu_study.py
@@ -26,10 +28,18 @@ from typing import Dict, List, Optional
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CONFIG_DIR = osp.join(REPO, 'configs', 'class_stratified', 'cpu_study')
 LABELS = ('digit_label', 'background_label')
+#: The methods of the paper's Table 1 (the folder also holds PMSN variants).
+METHODS = ('simclr', 'vicreg', 'msn', 'mae', 'data2vec')
+#: The val loop's metric for each label (the configs' KNNAccuracy prefixes).
+METRICS = {
+    'digit_label': 'knn_digit/top1',
+    'background_label': 'knn_background/top1'
+}
 
 
 def study_configs(config_dir: str = CONFIG_DIR) -> Dict[str, Dict[str, str]]:
-    """``{method: {'balanced': path, 'imbalanced': path}}`` of a folder.
+    """``{method: {'balanced': path, 'imbalanced': path}}`` of a folder, for
+    the methods of :data:`METHODS`.
 
     Args:
         config_dir: Folder with ``{method}_..._class-{im,}balanced-k{K}_...``
@@ -38,10 +48,31 @@ def study_configs(config_dir: str = CONFIG_DIR) -> Dict[str, Dict[str, str]]:
     found: Dict[str, Dict[str, str]] = {}
     for path in sorted(glob.glob(osp.join(config_dir, '*.py'))):
         match = re.search(r'class-(balanced|imbalanced)-k\d+', path)
-        if match:
-            method = osp.basename(path).split('_')[0]
+        method = osp.basename(path).split('_')[0]
+        if match and method in METHODS:
             found.setdefault(method, {})[match.group(1)] = path
     return found
+
+
+def read_knn(work_dir: str) -> Optional[Dict[str, float]]:
+    """The last kNN evaluation of a run, ``{label: top-1 %}``.
+
+    Read from the newest ``<work_dir>/<timestamp>/vis_data/scalars.json``
+    (mmengine's ``LocalVisBackend``) that has a line with every metric of
+    :data:`METRICS`; None when no run logged them.
+
+    Args:
+        work_dir: The run's work dir.
+    """
+    pattern = osp.join(work_dir, '*', 'vis_data', 'scalars.json')
+    for path in sorted(glob.glob(pattern), reverse=True):
+        with open(path) as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+        for row in reversed(rows):
+            if all(metric in row for metric in METRICS.values()):
+                return {label: float(row[metric])
+                        for label, metric in METRICS.items()}
+    return None
 
 
 def summarize(results: Dict[str, Dict[str, Dict[str, float]]]) -> List[Dict]:
@@ -49,8 +80,7 @@ def summarize(results: Dict[str, Dict[str, Dict[str, float]]]) -> List[Dict]:
 
     Args:
         results: ``{method: {'balanced': knn, 'imbalanced': knn}}`` with
-            ``knn`` the content of a run's ``knn.json``; missing runs are
-            skipped.
+            ``knn`` from :func:`read_knn`; missing runs are skipped.
 
     Returns:
         Rows ``{'method', '<label>_balanced', '<label>_imbalanced',
@@ -114,17 +144,20 @@ def main(argv: Optional[List[str]] = None) -> List[Dict]:
         for variant, path in sorted(variants.items()):
             work_dir = osp.join(args.work_dir,
                                 osp.splitext(osp.basename(path))[0])
-            knn_file = osp.join(work_dir, 'knn.json')
-            if args.rerun or not osp.isfile(knn_file):
-                # --overwrite: a rerun (or a run that died before knn.json)
-                # starts from iteration 0 over the old checkpoints
+            knn = None if args.rerun else read_knn(work_dir)
+            if knn is None:
+                # --overwrite: a rerun (or a run that died before its kNN
+                # evaluation) starts from iteration 0 over old checkpoints
                 subprocess.run([
                     sys.executable,
                     osp.join(REPO, 'tools', 'train.py'), path, '--work-dir',
                     work_dir, '--overwrite'
                 ], check=True)
-            with open(knn_file) as f:
-                results.setdefault(method, {})[variant] = json.load(f)
+                knn = read_knn(work_dir)
+            if knn is None:
+                raise RuntimeError(f'{path} logged no kNN evaluation in '
+                                   f'{work_dir}; see its log.')
+            results.setdefault(method, {})[variant] = knn
     rows = summarize(results)
     os.makedirs(args.work_dir, exist_ok=True)
     with open(osp.join(args.work_dir, 'summary.json'), 'w') as f:

@@ -15,13 +15,64 @@ import argparse
 import json
 import os
 import os.path as osp
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
+import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from sklearn.cluster import KMeans
 
-from pmsn_mm.apis import contingency, two_clusters
+
+def two_clusters(balanced: bool = False,
+                 seed: int = 0) -> Tuple[np.ndarray, np.ndarray, float]:
+    """Two well-separated 2-D clusters, uniform in squares, split along x.
+
+    Imbalanced (default): 900 points in ``[0, 4]²`` and 100 points in
+    ``[5, 6] × [1.5, 2.5]``. Balanced: 500 points in ``[0, 4]²`` and 500 in
+    ``[5, 9] × [0, 4]``. Either way the true separation is a vertical line
+    in the empty gap ``4 < x < 5``.
+
+    Args:
+        balanced: Use the balanced variant.
+        seed: Seed of the points.
+
+    Returns:
+        Points (N, 2), true cluster labels (N,) (0 = left/large cluster) and
+        the x of the true separating line (4.5).
+    """
+    rng = np.random.default_rng(seed)
+    if balanced:
+        left = rng.uniform([0, 0], [4, 4], size=(500, 2))
+        right = rng.uniform([5, 0], [9, 4], size=(500, 2))
+    else:
+        left = rng.uniform([0, 0], [4, 4], size=(900, 2))
+        right = rng.uniform([5, 1.5], [6, 2.5], size=(100, 2))
+    points = np.concatenate([left, right])
+    labels = np.repeat([0, 1], [len(left), len(right)])
+    return points, labels, 4.5
+
+
+def contingency(true_labels: np.ndarray,
+                pred_labels: np.ndarray,
+                num_pred: Optional[int] = None) -> np.ndarray:
+    """Counts ``table[t, c]`` of points with true label t and cluster c.
+
+    Args:
+        true_labels: Int array of shape (N,).
+        pred_labels: Int array of shape (N,).
+        num_pred: Number of predicted clusters (default: max + 1).
+
+    Returns:
+        Int array of shape (T, C).
+    """
+    true_labels = np.asarray(true_labels)
+    pred_labels = np.asarray(pred_labels)
+    num_true = int(true_labels.max()) + 1
+    num_pred = int(pred_labels.max()) + 1 if num_pred is None else num_pred
+    table = np.zeros((num_true, num_pred), dtype=np.int64)
+    np.add.at(table, (true_labels, pred_labels), 1)
+    return table
+
 
 COLORS = ('tab:green', 'tab:red', 'tab:blue', 'tab:orange', 'tab:purple')
 

@@ -1,8 +1,8 @@
 """Paper Fig. 3: nearest neighbours of reference images in embedding space.
 
 For a config + checkpoint, extracts backbone features of a dataset (default:
-the config's ``KNNEvalHook`` test dataset, else the ``test`` split of its
-training dataset), finds each sample's k cosine nearest neighbours (itself
+the query split of the config's kNN evaluation, else the ``test`` split of
+its training dataset), finds each sample's k cosine nearest neighbours (itself
 excluded) and writes
 
 - ``nearest_neighbors.png``: one row per reference image (first column),
@@ -23,12 +23,15 @@ import os.path as osp
 from typing import Dict, List, Optional
 
 import numpy as np
-from mmengine.config import DictAction
+from mmengine.config import Config, DictAction
+from mmpretrain.apis import get_model
 
-from pmsn_mm.apis import (build_dataset, chance_agreement, cosine_knn,
-                          dataset_config, dataset_labels, extract_features,
-                          load_image, load_model, neighbor_agreement,
-                          save_image_grid)
+from pmsn_mm.apis import (build_dataset, dataset_config, dataset_labels,
+                          load_image)
+from pmsn_mm.evaluation.functional import (chance_agreement, cosine_knn,
+                                           extract_features,
+                                           neighbor_agreement)
+from pmsn_mm.visualization import save_image_grid
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -43,8 +46,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument(
         '--split',
         choices=['train', 'test'],
-        help='use this split of the training dataset (default: the '
-        "KNNEvalHook's test dataset, else the test split)")
+        help='use this split of the training dataset (default: the kNN '
+        "evaluation's query dataset, else the test split)")
     parser.add_argument(
         '--num-samples',
         type=int,
@@ -71,12 +74,14 @@ def _caption(labels: Dict[str, np.ndarray], i: int) -> str:
 def main(argv: Optional[List[str]] = None) -> Dict:
     """Run the tool; returns the report that is also saved as JSON."""
     args = parse_args(argv)
-    model = load_model(args.config, args.checkpoint, args.device,
-                       args.cfg_options)
-    ds_cfg = dataset_config(model.cfg, args.split, args.num_samples, 'test')
+    cfg = Config.fromfile(args.config)
+    cfg.merge_from_dict(args.cfg_options or {})
+    model = get_model(cfg, pretrained=args.checkpoint, device=args.device)
+    ds_cfg = dataset_config(cfg, args.split, args.num_samples, 'test')
     dataset = build_dataset(ds_cfg)
     labels = dataset_labels(dataset)
-    feats = extract_features(model, dataset, args.batch_size, 'backbone')
+    feats, _ = extract_features(model, dataset, 'backbone',
+                                batch_size=args.batch_size, progress=True)
     neighbors = cosine_knn(feats, args.k)
 
     report = dict(

@@ -120,6 +120,13 @@ def run_name(prior: str, direction: str) -> str:
     return prior if direction == 'forward' else f'{prior}-reverse-kl'
 
 
+def prior_holder(cfg):
+    """The config dict holding the prior: ``model.head`` (PMSNHead) or
+    ``model.head.loss`` (PSwAVLoss)."""
+    head = cfg.model.head
+    return head if head.get('type') == 'PMSNHead' else head.loss
+
+
 def make_config(args: argparse.Namespace, prior: str, direction: str,
                 seed: int):
     from mmengine.config import Config
@@ -132,17 +139,18 @@ def make_config(args: argparse.Namespace, prior: str, direction: str,
     if args.max_iters is not None:
         scale_schedule(cfg, args.max_iters)
     loss = cfg.model.head.loss
-    own = loss.get('prior', {}).get('type')
+    holder = prior_holder(cfg)
+    own = holder.get('prior', {}).get('type')
     if prior == 'adaptive' and own != 'AdaptivePowerLawPrior':
         num_prototypes = cfg.model.head.get('num_prototypes',
                                             loss.get('num_prototypes'))
-        loss.prior = dict(PRIORS[prior], num_prototypes=num_prototypes)
+        holder.prior = dict(PRIORS[prior], num_prototypes=num_prototypes)
     elif prior not in ('power-law', 'adaptive'):
-        loss.prior = copy.deepcopy(PRIORS[prior])
+        holder.prior = copy.deepcopy(PRIORS[prior])
     elif prior == 'power-law' and own != 'PowerLawPrior':
         raise ValueError(
             f'--priors power-law uses the config\'s prior, but {args.config} '
-            f'has {loss.get("prior")}; pass a PowerLawPrior config.')
+            f'has {holder.get("prior")}; pass a PowerLawPrior config.')
     if direction != 'forward':
         if loss.type != 'PMSNLoss':
             raise ValueError(f'--kl-directions {direction} needs a PMSN '
@@ -172,7 +180,7 @@ def scale_schedule(cfg, max_iters: int) -> None:
     ckpt = cfg.default_hooks.get('checkpoint')
     if ckpt is not None:
         ckpt['interval'] = max_iters
-    prior = cfg.model.head.loss.get('prior') or {}
+    prior = prior_holder(cfg).get('prior') or {}
     if prior.get('warmup_updates'):
         prior['warmup_updates'] = int(round(prior['warmup_updates'] * ratio))
     for hook in cfg.get('custom_hooks', None) or []:
@@ -217,17 +225,14 @@ class _Probe:
         return prototype_probabilities(self.model, emb)
 
     def prior(self):
-        import torch
-        from pmsn_mm.apis import prototype_matrix
-        loss = self.model.head.loss_module
-        return loss.prior_probs(
-            prototype_matrix(self.model).shape[0], torch.device('cpu'),
-            torch.float64)
+        from pmsn_mm.apis import prior_probabilities
+        return prior_probabilities(self.model)
 
     def prior_tau(self) -> Optional[float]:
         """The exponent of a (fixed or learned) power-law prior, else None.
         """
-        tau = getattr(self.model.head.loss_module.prior, 'tau', None)
+        from pmsn_mm.apis import cluster_prior
+        tau = getattr(cluster_prior(self.model), 'tau', None)
         return None if tau is None else float(tau)
 
 
@@ -436,7 +441,7 @@ def save_fig3(dataset_mem, dataset_qry, mem_feats, qry_feats, out_file: str,
     their nearest training images on backbone features."""
     import torch
     import torch.nn.functional as F
-    from pmsn_mm.apis import save_image_grid
+    from pmsn_mm.visualization import save_image_grid
     qd = np.asarray(dataset_qry.get_digit_labels())
     qb = np.asarray(dataset_qry.get_background_labels())
     md = np.asarray(dataset_mem.get_digit_labels())

@@ -2,8 +2,9 @@
 
 A cheap stand-in for the RCDM prototype images of paper Figs. 2/4 (RCDM
 needs a GPU-trained diffusion model and is out of scope). Embeds training
-images with the online backbone + neck, computes the prototype probabilities
-as the PMSN loss does (its temperature and label smoothing) and writes
+images with the online backbone + neck, takes the head's prototype
+probabilities (as in the loss: its temperature and label smoothing) and
+writes
 
 - ``prototype_gallery.png``: one row per prototype (most used first), its
   ``--top-n`` most probable images, captioned with the probability;
@@ -21,12 +22,15 @@ import os
 import os.path as osp
 from typing import Dict, List, Optional
 
-from mmengine.config import DictAction
+from mmengine.config import Config, DictAction
+from mmpretrain.apis import get_model
 
-from pmsn_mm.apis import (build_dataset, dataset_config, extract_features,
-                          load_image, load_model, prototype_probabilities,
-                          save_image_grid, top_samples_per_prototype,
-                          usage_counts)
+from pmsn_mm.apis import (build_dataset, dataset_config, load_image,
+                          prototype_probabilities)
+from pmsn_mm.evaluation.functional import (extract_features,
+                                           top_samples_per_prototype,
+                                           usage_counts)
+from pmsn_mm.visualization import save_image_grid
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -42,8 +46,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument(
         '--split',
         choices=['train', 'test'],
-        help='use this split of the training dataset (default: the '
-        "KNNEvalHook's train dataset, else the train split)")
+        help='use this split of the training dataset (default: the kNN '
+        "evaluation's memory dataset, else the train split)")
     parser.add_argument(
         '--num-samples',
         type=int,
@@ -68,15 +72,18 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 def main(argv: Optional[List[str]] = None) -> Dict:
     """Run the tool; returns the report that is also saved as JSON."""
     args = parse_args(argv)
-    model = load_model(args.config, args.checkpoint, args.device,
-                       args.cfg_options)
+    cfg = Config.fromfile(args.config)
+    cfg.merge_from_dict(args.cfg_options or {})
+    model = get_model(cfg, pretrained=args.checkpoint, device=args.device)
     for name in ('neck', 'head'):
         if getattr(model, name, None) is None:
             raise ValueError(f'{type(model).__name__} has no {name}; the '
                              'gallery needs a prototype model such as PMSN.')
-    ds_cfg = dataset_config(model.cfg, args.split, args.num_samples, 'train')
+    ds_cfg = dataset_config(cfg, args.split, args.num_samples, 'train')
     dataset = build_dataset(ds_cfg)
-    embeddings = extract_features(model, dataset, args.batch_size, 'neck')
+    embeddings, _ = extract_features(model, dataset, 'neck',
+                                     batch_size=args.batch_size,
+                                     progress=True)
     probs = prototype_probabilities(model, embeddings)
     counts = usage_counts(probs)
     top = top_samples_per_prototype(probs, args.top_n)

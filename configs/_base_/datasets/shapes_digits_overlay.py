@@ -36,3 +36,28 @@ knn_train_dataset = dict(
     **toy_dataset, split='train', num_samples=10000, pipeline=pack)
 knn_test_dataset = dict(
     **toy_dataset, split='test', num_samples=2000, pipeline=pack)
+
+# The kNN evaluation (mmengine's val loop): FeatureValLoop extracts frozen
+# backbone features of the memory bank and the queries (KNNEvalDataset) and
+# KNNAccuracy scores a weighted kNN (k 20, T 0.07) on both labels
+# (knn_digit/top1, knn_background/top1). A config opts in with
+#   val_dataloader = _base_.knn_val_dataloader
+#   val_evaluator = _base_.knn_val_evaluator
+#   val_cfg = dict(type='FeatureValLoop')
+# and sets train_cfg.val_interval (an iteration-based run also validates at
+# its last iteration).
+knn_val_dataloader = dict(
+    batch_size=256,
+    num_workers=0,
+    sampler=dict(type='DefaultSampler', shuffle=False),
+    collate_fn=dict(type='default_collate'),
+    dataset=dict(
+        type='KNNEvalDataset',
+        memory=knn_train_dataset,
+        query=knn_test_dataset))
+knn_val_evaluator = [
+    dict(type='KNNAccuracy', k=20, temperature=0.07,
+         label_key='digit_label', prefix='knn_digit'),
+    dict(type='KNNAccuracy', k=20, temperature=0.07,
+         label_key='background_label', prefix='knn_background'),
+]

@@ -3,7 +3,7 @@
 model = dict(
     type='PMSN',
     backbone=dict(
-        type='VisionTransformer',
+        type='MSNViT',
         arch='deit-small',
         img_size=224,
         patch_size=16,
@@ -17,12 +17,12 @@ model = dict(
         type='PMSNHead',
         num_prototypes=1024,
         in_channels=256,
+        temperature=0.1,
+        prior=dict(type='UniformPrior'),
         loss=dict(
             type='PMSNLoss',
-            temperature=0.1,
             sharpen_temperature=0.25,
-            prior_weight=1.0,
-            prior=dict(type='UniformPrior'))),
+            prior_weight=1.0)),
     num_random_views=1,
     mask_ratio=0.15,
     target_momentum=0.996)

@@ -1,8 +1,9 @@
 # MSN's recipe: AdamW, 15 warmup epochs then cosine lr, weight decay
 # increased 0.04 -> 0.4 (cosine), gradient clipping 3.0, no weight decay on
 # prototypes, biases and norms. lr 1e-3 is for a global batch of 1024
-# (`--auto-scale-lr` rescales it); EMA momentum 0.996 -> 1.0 and sharpening
-# T via hooks, both over 1.25x the run as in MSN.
+# (`--auto-scale-lr` rescales it). The EMA momentum schedule (0.996 -> 1.0
+# over 1.25x the run, as in MSN) is the model's own (PMSN target_momentum,
+# target_momentum_end); the sharpening T is the loss's constant 0.25.
 max_epochs = 300
 warmup_epochs = 15
 optim_wrapper = dict(
@@ -24,8 +25,4 @@ param_scheduler = [
          by_epoch=True, begin=0, end=max_epochs, convert_to_iter_based=True),
 ]
 train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs)
-custom_hooks = [
-    dict(type='TargetMomentumHook', start=0.996, end=1.0, scale=1.25),
-    dict(type='SharpenTemperatureHook', start=0.25, end=0.25, scale=1.25),
-]
 auto_scale_lr = dict(base_batch_size=1024, enable=False)

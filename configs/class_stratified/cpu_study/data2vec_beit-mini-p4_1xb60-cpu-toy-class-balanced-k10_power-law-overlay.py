@@ -3,7 +3,10 @@
 # targets; 39 of 64 patches block-masked (the official 120 / 196); one view;
 # class-balanced (K=10). The EMA follows the toy MSN schedule (0.996 -> 1)
 # since the official 0.9998 would barely move the teacher in 300 iterations.
-_base_ = './_base_/toy_class_stratified.py'
+_base_ = [
+    '../../_base_/datasets/power_law_overlay_class_stratified.py',
+    '../../_base_/schedules/adamw_300iter_toy.py',
+]
 
 train_dataloader = dict(dataset=dict(pipeline=[
     dict(type='RandomResizedCrop', scale=32, crop_ratio_range=(0.5, 1.0)),
@@ -38,7 +41,8 @@ model = dict(
     target_layers=[2, 3],
     loss_type='smooth_l1',
     loss_beta=2.0,
-    target_momentum=0.996)
+    target_momentum=0.996,
+    target_momentum_end=1.0)
 
 optim_wrapper = dict(
     clip_grad=dict(max_norm=3.0),
@@ -46,9 +50,5 @@ optim_wrapper = dict(
         'cls_token': dict(decay_mult=0.0),
         'pos_embed': dict(decay_mult=0.0)
     }))
-custom_hooks = [
-    dict(type='TargetMomentumHook', start=0.996, end=1.0),
-    {{_base_.knn_hook}},
-]
 # the avg_featmap norm (ln2) serves evaluation only: no gradient in training
 find_unused_parameters = True

@@ -1,7 +1,10 @@
 # CPU study, MAE: a 4-layer ViT (dim 96, patch 4) encoder, a 2-layer
 # decoder (dim 64), mask ratio 0.75, normalised-pixel L2 loss; one view with
 # crop + flip (MAE's augmentation); class-balanced (K=10).
-_base_ = './_base_/toy_class_stratified.py'
+_base_ = [
+    '../../_base_/datasets/power_law_overlay_class_stratified.py',
+    '../../_base_/schedules/adamw_300iter_toy.py',
+]
 
 train_dataloader = dict(dataset=dict(pipeline=[
     dict(type='RandomResizedCrop', scale=32, crop_ratio_range=(0.5, 1.0)),

@@ -1,7 +1,12 @@
-# CPU study, MSN (PMSN with the uniform prior): the toy PMSN model of
-# configs/pmsn (4-layer ViT, dim 96, patch 4; 10 prototypes, lambda 100,
-# mask 0.05, 1 random view, no focal view); class-balanced (K=10).
-_base_ = './_base_/toy_class_stratified.py'
+# CPU study, MSN (PMSN with the uniform prior): the toy PMSN model
+# (_base_/models/pmsn_vit-mini-p4.py: 4-layer ViT, dim 96, patch 4; 10
+# prototypes, lambda 100, mask 0.05, 1 random view, no focal view);
+# class-balanced (K=10).
+_base_ = [
+    '../../_base_/models/pmsn_vit-mini-p4.py',
+    '../../_base_/datasets/power_law_overlay_class_stratified.py',
+    '../../_base_/schedules/adamw_300iter_toy.py',
+]
 
 train_dataloader = dict(dataset=dict(pipeline=[
     # [target, 1 random anchor view]
@@ -10,30 +15,7 @@ train_dataloader = dict(dataset=dict(pipeline=[
     dict(type='PackInputs'),
 ]))
 
-model = dict(
-    type='PMSN',
-    data_preprocessor={{_base_.toy_preprocessor}},
-    backbone=dict(
-        type='VisionTransformer',
-        arch=dict(embed_dims=96, num_layers=4, num_heads=3,
-                  feedforward_channels=384),
-        img_size=32, patch_size=4, drop_path_rate=0.0),
-    neck=dict(type='MSNProjector', in_channels=96, hidden_channels=512,
-              out_channels=128),
-    head=dict(
-        type='PMSNHead',
-        num_prototypes=10,
-        in_channels=128,
-        loss=dict(type='PMSNLoss', temperature=0.1, sharpen_temperature=0.25,
-                  prior_weight=100.0, prior=dict(type='UniformPrior'))),
-    num_random_views=1,
-    mask_ratio=0.05,
-    target_momentum=0.996)
+model = dict(data_preprocessor={{_base_.toy_preprocessor}})
 
 optim_wrapper = dict(
     paramwise_cfg=dict(custom_keys={'prototypes': dict(decay_mult=0.0)}))
-custom_hooks = [
-    dict(type='TargetMomentumHook', start=0.996, end=1.0),
-    dict(type='SharpenTemperatureHook', start=0.25, end=0.25),
-    {{_base_.knn_hook}},
-]

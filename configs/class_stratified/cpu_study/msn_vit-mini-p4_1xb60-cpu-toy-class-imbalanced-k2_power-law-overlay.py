@@ -1,3 +1,3 @@
 # CPU study, MSN, class-imbalanced: K = 2 background classes per batch.
 _base_ = './msn_vit-mini-p4_1xb60-cpu-toy-class-balanced-k10_power-law-overlay.py'  # noqa: E501
-train_dataloader = dict(sampler=dict(classes_per_batch=2))
+train_dataloader = dict(batch_sampler=dict(classes_per_batch=2))

@@ -1,6 +1,9 @@
 # CPU study, SimCLR: a CIFAR ResNet-18 at 1/4 width (16 base channels),
 # 2 views, 2-layer projector to 64-d, temperature 0.1; class-balanced (K=10).
-_base_ = './_base_/toy_class_stratified.py'
+_base_ = [
+    '../../_base_/datasets/power_law_overlay_class_stratified.py',
+    '../../_base_/schedules/adamw_300iter_toy.py',
+]
 
 train_dataloader = dict(dataset=dict(pipeline=[
     dict(type='MultiView', num_views=2,

@@ -1,9 +1,9 @@
 # Linear probe of paper App. E.2 (VISSL defaults): ResNet-50 pooled 2048-d
 # features on CLEVR/Dist; plain linear + BN-linear probes trained in one run.
 _base_ = [
-    './_base_/models/resnet50-pool2048_linear-probe.py',
-    './_base_/datasets/clevr-dist_linear-probe.py',
-    './_base_/schedules/sgd-nesterov_coslr-100e.py',
+    '../../_base_/models/resnet50-pool2048_linear-probe.py',
+    '../../_base_/datasets/clevr-dist_linear-probe.py',
+    '../../_base_/schedules/sgd-nesterov_coslr-100e.py',
     '../../_base_/default_runtime.py',
 ]
 model = dict(head=dict(num_classes=6))

@@ -2,9 +2,9 @@
 # features on CIFAR-100, 1% of the training labels; plain linear + BN-linear
 # probes trained in one run.
 _base_ = [
-    './_base_/models/resnet50-pool2048_linear-probe.py',
-    './_base_/datasets/cifar100-1pct_linear-probe.py',
-    './_base_/schedules/sgd-nesterov_steplr-28e.py',
+    '../../_base_/models/resnet50-pool2048_linear-probe.py',
+    '../../_base_/datasets/cifar100-1pct_linear-probe.py',
+    '../../_base_/schedules/sgd-nesterov_steplr-28e.py',
     '../../_base_/default_runtime.py',
 ]
 model = dict(head=dict(num_classes=100))

@@ -1,9 +1,9 @@
 # Linear probe of paper App. E.2 (VISSL defaults): ResNet-50 2x2-pooled 8192-d
 # features on ImageNet-1K; plain linear + BN-linear probes trained in one run.
 _base_ = [
-    './_base_/models/resnet50-pool8192_linear-probe.py',
-    './_base_/datasets/in1k_linear-probe.py',
-    './_base_/schedules/sgd-nesterov_steplr-28e.py',
+    '../../_base_/models/resnet50-pool8192_linear-probe.py',
+    '../../_base_/datasets/in1k_linear-probe.py',
+    '../../_base_/schedules/sgd-nesterov_steplr-28e.py',
     '../../_base_/default_runtime.py',
 ]
 model = dict(head=dict(num_classes=1000))

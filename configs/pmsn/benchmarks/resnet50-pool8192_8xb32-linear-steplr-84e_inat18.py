@@ -2,9 +2,9 @@
 # features on iNaturalist 2018; plain linear + BN-linear probes trained in one
 # run.
 _base_ = [
-    './_base_/models/resnet50-pool8192_linear-probe.py',
-    './_base_/datasets/inat18_linear-probe.py',
-    './_base_/schedules/sgd-nesterov_steplr-84e.py',
+    '../../_base_/models/resnet50-pool8192_linear-probe.py',
+    '../../_base_/datasets/inat18_linear-probe.py',
+    '../../_base_/schedules/sgd-nesterov_steplr-84e.py',
     '../../_base_/default_runtime.py',
 ]
 model = dict(head=dict(num_classes=8142))

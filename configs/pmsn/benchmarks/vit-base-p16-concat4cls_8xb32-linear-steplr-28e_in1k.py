@@ -2,9 +2,9 @@
 # tokens of the last 4 blocks on ImageNet-1K; plain linear + BN-linear probes
 # trained in one run.
 _base_ = [
-    './_base_/models/vit-base-p16-concat4cls_linear-probe.py',
-    './_base_/datasets/in1k_linear-probe.py',
-    './_base_/schedules/sgd-nesterov_steplr-28e.py',
+    '../../_base_/models/vit-base-p16-concat4cls_linear-probe.py',
+    '../../_base_/datasets/in1k_linear-probe.py',
+    '../../_base_/schedules/sgd-nesterov_steplr-28e.py',
     '../../_base_/default_runtime.py',
 ]
 model = dict(head=dict(num_classes=1000))

@@ -8,12 +8,10 @@ import math
 from typing import Iterator, Optional, Sized, Tuple
 
 import numpy as np
-from mmengine.dist import get_dist_info, sync_random_seed
 from mmpretrain.registry import DATA_SAMPLERS
-from torch.utils.data import Sampler
 
-from .utils import check_finite_real, get_dataset_labels, group_by_class, \
-    make_rng
+from .class_aware_sampler import ClassAwareSampler
+from .utils import check_finite_real, group_by_class
 
 
 def class_frequency_probs(counts: np.ndarray, power: float) -> np.ndarray:
@@ -68,7 +66,7 @@ def frequency_epoch_indices(
 
 
 @DATA_SAMPLERS.register_module()
-class ClassFrequencySampler(Sampler):
+class ClassFrequencySampler(ClassAwareSampler):
     """Sample a class with probability ∝ ``n_k ** power``, then an image.
 
     The paper (appendix "Alternatives to feature priors ...: data sampling")
@@ -116,22 +114,11 @@ class ClassFrequencySampler(Sampler):
                  round_up: bool = True,
                  *,
                  power: float = 0.5) -> None:
-        self.rank, self.world_size = get_dist_info()
-        self.dataset = dataset
-        self.shuffle = shuffle
-        self.round_up = round_up
         self.power = check_finite_real(power, 'power')
-
-        if seed is None:
-            seed = sync_random_seed()
-        self.seed = seed
-        self.epoch = 0
-
-        self.labels = get_dataset_labels(dataset)
+        super().__init__(dataset, shuffle, seed, round_up)
         if self.labels.shape[0] == 0:
             raise ValueError('the dataset is empty; ClassFrequencySampler '
                              'needs at least one labelled image.')
-        self._groups = group_by_class(self.labels)
 
         n = self.labels.shape[0]
         if round_up:
@@ -148,22 +135,14 @@ class ClassFrequencySampler(Sampler):
 
     def __iter__(self) -> Iterator[int]:
         """Yield this rank's slice ``stream[rank::world_size]``."""
-        rng = make_rng(self.seed + (self.epoch if self.shuffle else 0))
         stream = frequency_epoch_indices(self.labels, self.total_size,
-                                         self.power, rng, self._groups)
+                                         self.power, self.epoch_rng(),
+                                         self._groups)
         return iter(stream[self.rank::self.world_size].tolist())
 
     def __len__(self) -> int:
         """Indices per rank and epoch (as ``DefaultSampler``)."""
         return self.num_samples
-
-    def set_epoch(self, epoch: int) -> None:
-        """Set the epoch; the indices are drawn from ``seed + epoch``.
-
-        Args:
-            epoch: Epoch number.
-        """
-        self.epoch = epoch
 
     def __repr__(self) -> str:
         return (f'{type(self).__name__}(power={self.power}, '

@@ -7,15 +7,14 @@ drawn uniformly within the class. ``K = 960`` is the paper's
 (SimCLR, batch 4096) its "class-imbalanced" one.
 """
 import math
-from typing import Iterator, Optional, Sized, Tuple
+from typing import Iterator, List, Optional, Sized, Tuple
 
 import numpy as np
-from mmengine.dist import get_dist_info, sync_random_seed
 from mmpretrain.registry import DATA_SAMPLERS
-from torch.utils.data import Sampler
+from torch.utils.data import BatchSampler, Sampler
 
-from .utils import (check_positive_int, get_dataset_labels, group_by_class,
-                    make_rng)
+from .class_aware_sampler import ClassAwareSampler
+from .utils import check_positive_int, group_by_class
 
 
 def occurrence_rank(values: np.ndarray, num_values: int) -> np.ndarray:
@@ -119,7 +118,7 @@ def stratified_epoch_indices(
 
 
 @DATA_SAMPLERS.register_module()
-class ClassStratifiedSampler(Sampler):
+class ClassStratifiedSampler(ClassAwareSampler):
     """Every global batch holds ``classes_per_batch`` classes, equally often.
 
     The class-stratified sampler of the paper (§4 "Experimental setup",
@@ -149,20 +148,14 @@ class ClassStratifiedSampler(Sampler):
     multiple of ``batch_size``, so every batch the dataloader emits is
     complete and ``drop_last`` changes nothing.
 
-    ``batch_size`` must equal the dataloader's ``batch_size`` (mmengine
-    gives a sampler only the dataset and the seed). ``tools/train.py`` takes
-    the dataloader's value when ``sampler.batch_size`` is left out and
-    refuses a different one at start-up, naming both
-    (:func:`~pmsn_mm.datasets.samplers.sync_sampler_batch_size`); a Runner
-    built another way needs it repeated, e.g. through a shared variable::
-
-        custom_imports = dict(imports=['pmsn_mm'], allow_failed_imports=False)
-        batch_size = 64  # per GPU; 16 GPUs -> global batch 1024
-        train_dataloader = dict(
-            batch_size=batch_size,
-            sampler=dict(type='ClassStratifiedSampler', classes_per_batch=2,
-                         batch_size=batch_size),
-            ...)
+    In a config, use it as mmengine's ``batch_sampler``,
+    :class:`ClassStratifiedBatchSampler`, which receives the dataloader's
+    ``batch_size``. As a ``sampler``, ``batch_size`` must equal the
+    dataloader's ``batch_size`` (mmengine gives a sampler only the dataset
+    and the seed): ``tools/train.py`` takes the dataloader's value when
+    ``sampler.batch_size`` is left out and refuses a different one at
+    start-up, naming both
+    (:func:`~pmsn_mm.datasets.samplers.sync_sampler_batch_size`).
 
     Indices are a deterministic function of ``seed`` and the epoch
     (``set_epoch``), so resuming reproduces them; with ``IterBasedTrainLoop``
@@ -195,23 +188,12 @@ class ClassStratifiedSampler(Sampler):
                  classes_per_batch: int,
                  batch_size: int,
                  replacement: bool = False) -> None:
-        self.rank, self.world_size = get_dist_info()
-        self.dataset = dataset
-        self.shuffle = shuffle
-        self.round_up = round_up
         self.classes_per_batch = check_positive_int(classes_per_batch,
                                                     'classes_per_batch')
         self.batch_size = check_positive_int(batch_size, 'batch_size')
         self.replacement = bool(replacement)
+        super().__init__(dataset, shuffle, seed, round_up)
         self.global_batch = self.batch_size * self.world_size
-
-        if seed is None:
-            seed = sync_random_seed()
-        self.seed = seed
-        self.epoch = 0
-
-        self.labels = get_dataset_labels(dataset)
-        self._groups = group_by_class(self.labels)
         self._validate()
 
     def _validate(self) -> None:
@@ -253,29 +235,25 @@ class ClassStratifiedSampler(Sampler):
 
     def epoch_batches(self) -> np.ndarray:
         """All global batches of the current epoch, shape (T, B)."""
-        rng = make_rng(self.seed + (self.epoch if self.shuffle else 0))
         return stratified_epoch_indices(self.labels, self.num_batches,
                                         self.global_batch,
-                                        self.classes_per_batch, rng,
-                                        self.replacement, self._groups)
+                                        self.classes_per_batch,
+                                        self.epoch_rng(), self.replacement,
+                                        self._groups)
+
+    def rank_batches(self) -> np.ndarray:
+        """This rank's slice of every global batch, shape
+        (T, batch_size)."""
+        lo = self.rank * self.batch_size
+        return self.epoch_batches()[:, lo:lo + self.batch_size]
 
     def __iter__(self) -> Iterator[int]:
         """Yield this rank's indices: its slice of every global batch."""
-        lo = self.rank * self.batch_size
-        mine = self.epoch_batches()[:, lo:lo + self.batch_size]
-        return iter(mine.ravel().tolist())
+        return iter(self.rank_batches().ravel().tolist())
 
     def __len__(self) -> int:
         """Indices per rank and epoch: ``num_batches * batch_size``."""
         return self.num_batches * self.batch_size
-
-    def set_epoch(self, epoch: int) -> None:
-        """Set the epoch; the indices are drawn from ``seed + epoch``.
-
-        Args:
-            epoch: Epoch number.
-        """
-        self.epoch = epoch
 
     def __repr__(self) -> str:
         return (f'{type(self).__name__}(classes_per_batch='
@@ -284,4 +262,63 @@ class ClassStratifiedSampler(Sampler):
                 f'replacement={self.replacement}, seed={self.seed})')
 
 
-__all__ = ['ClassStratifiedSampler', 'stratified_epoch_indices']
+@DATA_SAMPLERS.register_module()
+class ClassStratifiedBatchSampler(BatchSampler):
+    """:class:`ClassStratifiedSampler` as mmengine's ``batch_sampler``: the
+    dataloader's ``batch_size`` reaches it, so a config states it once::
+
+        train_dataloader = dict(
+            batch_size=64,  # per GPU; 16 GPUs -> global batch 1024
+            sampler=dict(type='DefaultSampler', shuffle=True),
+            batch_sampler=dict(type='ClassStratifiedBatchSampler',
+                               classes_per_batch=2),
+            ...)  # no drop_last: every batch is whole
+
+    mmengine builds ``sampler`` first and passes it with ``batch_size``. The
+    sampler supplies the dataset, ``seed``, ``shuffle`` and ``round_up``
+    (``DefaultSampler``'s) and the epoch (mmengine's loops call
+    ``batch_sampler.sampler.set_epoch``); its own index order is not used.
+    Batch ``t`` of an epoch is this rank's slice of global batch ``t`` of
+    :class:`ClassStratifiedSampler` with the same settings.
+
+    Args:
+        sampler: The dataloader's sampler (needs ``dataset``).
+        batch_size: Per-GPU batch size (the dataloader's).
+        classes_per_batch: ``K``, classes per global batch.
+        replacement: Sample images within a class with replacement.
+            Defaults to False.
+    """
+
+    def __init__(self,
+                 sampler: Sampler,
+                 batch_size: int,
+                 classes_per_batch: int,
+                 replacement: bool = False) -> None:
+        if not hasattr(sampler, 'dataset'):
+            raise ValueError(
+                'ClassStratifiedBatchSampler needs a sampler with a dataset '
+                f'(e.g. DefaultSampler), got {type(sampler).__name__}.')
+        super().__init__(sampler, batch_size, drop_last=False)
+        self.stratified = ClassStratifiedSampler(
+            sampler.dataset,
+            shuffle=getattr(sampler, 'shuffle', True),
+            seed=getattr(sampler, 'seed', None),
+            round_up=getattr(sampler, 'round_up', True),
+            classes_per_batch=classes_per_batch,
+            batch_size=batch_size,
+            replacement=replacement)
+
+    def __iter__(self) -> Iterator[List[int]]:
+        """Yield this rank's batches of the sampler's epoch."""
+        self.stratified.set_epoch(getattr(self.sampler, 'epoch', 0))
+        return iter(self.stratified.rank_batches().tolist())
+
+    def __len__(self) -> int:
+        """Batches per rank and epoch."""
+        return self.stratified.num_batches
+
+
+__all__ = [
+    'ClassStratifiedBatchSampler', 'ClassStratifiedSampler',
+    'stratified_epoch_indices'
+]

@@ -13,9 +13,7 @@ from torch import Tensor, nn
 from torch.func import functional_call
 
 from pmsn_mm.evaluation.functional.prior_diagnostics import (
-    plot_rank_probability, prior_diagnostics, sorted_probabilities,
-    update_used_prototypes)
-from pmsn_mm.models.losses import prototype_log_probabilities
+    prior_diagnostics, sorted_probabilities, update_used_prototypes)
 
 PREFIX = 'prototype_usage/'
 
@@ -28,9 +26,8 @@ class PrototypeUsageHook(Hook):
     current batch with the online backbone + neck (unmasked, without
     gradient, in the model's current train/eval mode as the loss sees it;
     on copies of the buffers, so BN running statistics are not updated) and
-    computes the prototype probabilities
-    ``p = softmax(normalize(z) @ normalize(prototypes).T / temperature)``
-    with the loss's temperature and label smoothing. Every ``interval``
+    takes the head's prototype probabilities (``head.probabilities(z)``:
+    its temperature and label smoothing, as in the loss). Every ``interval``
     iterations it all-reduces the accumulated sums over ranks (global p̄) and
 
     - adds scalars ``prototype_usage/{entropy, effective_clusters,
@@ -47,8 +44,8 @@ class PrototypeUsageHook(Hook):
     This p̄ is a diagnostic: it is close to, but not the same as, the p̄ of
     the loss, which uses the patch-dropped anchor views (and all of them).
     The model is only read: ``backbone``, ``neck``, ``data_preprocessor``,
-    ``head.prototypes`` and ``head.loss_module.{temperature,
-    label_smoothing, prior}``. The used-prototype sets live in the hook and
+    ``head.probabilities`` and ``head.prior_probs`` (``PMSNHead``). The
+    used-prototype sets live in the hook and
     restart with each run (they are not checkpointed).
 
     Args:
@@ -106,17 +103,15 @@ class PrototypeUsageHook(Hook):
     @staticmethod
     def _check_model(model: nn.Module) -> None:
         head = getattr(model, 'head', None)
-        loss = getattr(head, 'loss_module', None)
         missing = [
             name
             for name, ok in (('backbone', hasattr(model, 'backbone')),
                              ('data_preprocessor',
                               hasattr(model, 'data_preprocessor')),
-                             ('head.prototypes', hasattr(head, 'prototypes')),
-                             ('head.loss_module.temperature',
-                              hasattr(loss, 'temperature')),
-                             ('head.loss_module.prior',
-                              hasattr(loss, 'prior'))) if not ok
+                             ('head.probabilities',
+                              hasattr(head, 'probabilities')),
+                             ('head.prior_probs',
+                              hasattr(head, 'prior_probs'))) if not ok
         ]
         if missing:
             raise AttributeError(
@@ -153,11 +148,7 @@ class PrototypeUsageHook(Hook):
         if neck is not None:
             z = _call_keeping_buffers(neck, z)
         z = z[-1] if isinstance(z, (list, tuple)) else z
-        loss = model.head.loss_module
-        prototypes = model.head.prototypes.detach()
-        return prototype_log_probabilities(
-            z.float(), prototypes.float(), loss.temperature,
-            getattr(loss, 'label_smoothing', 0.0)).exp()
+        return model.head.probabilities(z.float())
 
     def accumulate(self, probs: Tensor) -> None:
         """Add a batch of probabilities (N, K) to the current window."""
@@ -215,12 +206,14 @@ class PrototypeUsageHook(Hook):
         if not is_main_process():
             return {}
         model = self._unwrap(runner.model)
-        prior = model.head.loss_module.prior(len(mean_probs), torch.float64)
+        prior = model.head.prior_probs(torch.device('cpu'), torch.float64)
         scalars = self.compute_scalars(mean_probs, prior, window_used, used)
         step = runner.iter + 1
         runner.visualizer.add_scalars(scalars, step=step)
         out_dir = osp.join(runner.work_dir, self.out_dir)
         os.makedirs(out_dir, exist_ok=True)
+        # matplotlib only when a plot is drawn (`import pmsn_mm` stays light)
+        from pmsn_mm.visualization import plot_rank_probability
         image = plot_rank_probability(
             mean_probs,
             prior,

@@ -98,7 +98,7 @@ class RNGStateHook(Hook):
     ranks (the states are then not restored, with a warning).
     """
 
-    # After LOW hooks (ParamSchedulerHook, KNNEvalHook) and before the
+    # After LOW hooks (ParamSchedulerHook, PrototypeUsageHook) and before the
     # VERY_LOW CheckpointHook, in after_train_iter/after_train_epoch.
     priority = 80
 

@@ -3,15 +3,15 @@
 Pure functions used by :class:`~pmsn_mm.engine.hooks.PrototypeUsageHook`:
 entropy and effective number of clusters of p̄, the KL divergence in both
 directions (``KL(p̄ ‖ prior)``, paper eq. (msn_prior), and ``KL(prior ‖ p̄)``,
-lightly's direction), the cumulative set of used prototypes and a log-log
-rank-vs-probability plot (paper §5: a power-law prior is a straight line).
+lightly's direction), the cumulative set of used prototypes; and the argmax
+usage and most probable samples of each prototype (the prototype gallery).
+The log-log rank-vs-probability plot is
+:func:`pmsn_mm.visualization.plot_rank_probability`.
 """
-from typing import Dict, Optional, Tuple
+from typing import Dict, Tuple
 
 import numpy as np
 import torch
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 from torch import Tensor
 
 from pmsn_mm.models.losses import entropy, kl_divergence
@@ -102,51 +102,27 @@ def update_used_prototypes(used: Tensor, probs: Tensor) -> Tensor:
     return out
 
 
-def plot_rank_probability(mean_probs: Tensor,
-                          prior: Tensor,
-                          out_file: Optional[str] = None,
-                          title: Optional[str] = None) -> np.ndarray:
-    """Log-log plot of sorted p̄ (rank vs probability) with the prior overlaid.
-
-    Drawn with matplotlib's Agg canvas (no display, no pyplot state).
-    Entries of p̄ that are exactly 0 cannot be drawn on a log axis and are
-    left out (their ranks stay empty).
+def usage_counts(probs: Tensor) -> np.ndarray:
+    """How many samples have each prototype as their argmax.
 
     Args:
-        mean_probs: Tensor of shape (K,), the mean prototype probability p̄.
-        prior: Tensor of shape (K,), the cluster prior.
-        out_file: If given, the PNG is written there.
-        title: Optional figure title.
+        probs: Tensor of shape (N, K).
 
     Returns:
-        The figure as an RGB uint8 array of shape (H, W, 3).
+        Int array of shape (K,).
     """
-    p_sorted, q_sorted = (
-        t.double().cpu().numpy()
-        for t in sorted_probabilities(mean_probs, prior))
-    ranks = np.arange(1, len(p_sorted) + 1)
-    fig = Figure(figsize=(5, 4), dpi=100)
-    canvas = FigureCanvasAgg(fig)
-    ax = fig.add_subplot(1, 1, 1)
-    keep = q_sorted > 0
-    ax.loglog(ranks[keep], q_sorted[keep], 'k--', label='prior')
-    keep = p_sorted > 0
-    ax.loglog(
-        ranks[keep],
-        p_sorted[keep],
-        'o-',
-        color='tab:blue',
-        markersize=3,
-        label=r'mean probability $\bar{p}$ (sorted)')
-    ax.set_xlabel('prototype rank')
-    ax.set_ylabel('probability')
-    ax.grid(True, which='both', alpha=0.3)
-    ax.legend(loc='lower left')
-    if title:
-        ax.set_title(title)
-    fig.tight_layout()
-    canvas.draw()
-    image = np.asarray(canvas.buffer_rgba())[..., :3].copy()
-    if out_file is not None:
-        fig.savefig(out_file, format='png')
-    return image
+    return np.bincount(
+        probs.argmax(dim=1).cpu().numpy(), minlength=probs.shape[1])
+
+
+def top_samples_per_prototype(probs: Tensor, num: int) -> Tensor:
+    """For each prototype k, the ``num`` samples with the highest ``p_k``.
+
+    Args:
+        probs: Tensor of shape (N, K).
+        num: Samples per prototype (clipped to N).
+
+    Returns:
+        Long tensor of shape (K, min(num, N)), most probable first.
+    """
+    return probs.T.topk(min(num, probs.shape[0]), dim=1).indices

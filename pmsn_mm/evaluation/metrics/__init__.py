@@ -1,5 +1,5 @@
 """Metrics registered in mmpretrain's ``METRICS``."""
 from .knn_accuracy import KNNAccuracy
-from .multi_head_accuracy import MultiHeadAccuracy, topk_accuracy
+from .multi_head_accuracy import MultiHeadAccuracy
 
-__all__ = ['KNNAccuracy', 'MultiHeadAccuracy', 'topk_accuracy']
+__all__ = ['KNNAccuracy', 'MultiHeadAccuracy']

@@ -3,9 +3,11 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 from mmengine.evaluator import BaseMetric
+from mmpretrain.evaluation import Accuracy
 from mmpretrain.registry import METRICS
 from torch import Tensor
 
+from ..functional.features import sample_label
 from ..functional.knn import weighted_knn_scores
 
 
@@ -17,15 +19,6 @@ def _get(obj: Any, key: str) -> Any:
     return getter(key) if callable(getter) else None
 
 
-def _as_int_label(value: Any, key: str) -> int:
-    if isinstance(value, Tensor):
-        if value.numel() != 1:
-            raise ValueError(f"'{key}' must hold one class label per sample, "
-                             f'got a tensor of shape {tuple(value.shape)}.')
-        return int(value.reshape(-1)[0])
-    return int(value)
-
-
 @METRICS.register_module()
 class KNNAccuracy(BaseMetric):
     """Top-k accuracy of a temperature-weighted cosine k-NN classifier.
@@ -35,17 +28,17 @@ class KNNAccuracy(BaseMetric):
     ``j`` adding ``exp(sim_j / temperature)`` to its class
     (:func:`pmsn_mm.evaluation.weighted_knn_scores`).
 
-    Contract (mmengine ``ValLoop``: ``outputs = model.val_step(batch)``,
-    then ``process(batch, outputs)``):
+    Contract (mmengine's loop calls ``process(batch, outputs)``; with
+    :class:`~pmsn_mm.engine.runners.FeatureValLoop` the outputs are the
+    frozen features of the batch):
 
     - ``val_dataloader.dataset`` is a
       :class:`pmsn_mm.datasets.KNNEvalDataset` (memory split + query split),
       which tags every packed sample with ``metainfo[role_key]`` in
       ``{'memory', 'query'}``;
-    - each model output is either a data sample carrying the frozen feature
-      under ``feature_key`` (Tensor of shape (D,), e.g. set by the model's
-      ``predict`` with ``sample.set_field(feat, 'features')``), or directly
-      a Tensor of shape (D,) (a ``val_step`` returning a (B, D) batch);
+    - each output is a Tensor of shape (D,) (``FeatureValLoop``), or a data
+      sample carrying the frozen feature under ``feature_key`` (a model
+      whose ``predict`` sets ``sample.set_field(feat, 'features')``);
     - the label (``label_key``) and the role are read from the output when
       present, otherwise from the same sample of ``data_batch``.
 
@@ -55,7 +48,9 @@ class KNNAccuracy(BaseMetric):
     Args:
         k: Number of neighbours. Defaults to 20.
         temperature: Vote temperature. Defaults to 0.07.
-        topk: Accuracies to report, e.g. ``(1, 5)``. Defaults to ``(1, )``.
+        topk: Accuracies to report, e.g. ``(1, 5)`` (mmpretrain's
+            ``Accuracy.calculate``; a k above the number of classes C
+            reports top-C, i.e. 100 %). Defaults to ``(1, )``.
         num_classes: Number of classes; None infers ``max label + 1``.
         feature_key: Field of the output holding the feature.
         label_key: Field holding the class label. Defaults to ``'gt_label'``.
@@ -125,9 +120,9 @@ class KNNAccuracy(BaseMetric):
                     f"KNNAccuracy needs a Tensor feature per sample under "
                     f"'{self.feature_key}' (or the output itself), got "
                     f'{type(feature).__name__}.')
-            label = _as_int_label(
-                self._lookup(self.label_key, source, reference),
-                self.label_key)
+            label = sample_label(
+                {self.label_key: self._lookup(self.label_key, source,
+                                              reference)}, self.label_key)
             role = self._lookup(self.role_key, source, reference)
             self.results.append(
                 dict(
@@ -162,9 +157,10 @@ class KNNAccuracy(BaseMetric):
             max(mem_labels.max(), qry_labels.max())) + 1
         scores = weighted_knn_scores(mem_feats, mem_labels, qry_feats,
                                      num_classes, self.k, self.temperature)
-        metrics = {}
-        for t in self.topk:
-            pred = scores.topk(min(t, num_classes), dim=1).indices
-            hit = (pred == qry_labels[:, None]).any(dim=1)
-            metrics[f'top{t}'] = float(hit.float().mean() * 100)
-        return metrics
+        # top-k of more than the C classes is top-C (100 %)
+        accs = Accuracy.calculate(
+            scores,
+            qry_labels,
+            topk=[min(t, num_classes) for t in self.topk],
+            thrs=(None, ))
+        return {f'top{t}': float(acc[0]) for t, acc in zip(self.topk, accs)}

@@ -3,26 +3,11 @@ from typing import Dict, List, Optional, Sequence
 
 import torch
 from mmengine.evaluator import BaseMetric
+from mmpretrain.evaluation import Accuracy
 from mmpretrain.registry import METRICS
-from torch import Tensor
 
 #: Data-sample field prefix under which each probe's scores are stored.
 SCORE_PREFIX = 'pred_score_'
-
-
-def topk_accuracy(scores: Tensor, target: Tensor, k: int) -> float:
-    """Percentage of samples whose label is among the k highest scores.
-
-    Args:
-        scores: Tensor of shape (N, C).
-        target: Tensor of shape (N,) with labels in [0, C).
-        k: 1 <= k <= C.
-
-    Returns:
-        Accuracy in percent.
-    """
-    topk = scores.topk(k, dim=1).indices
-    return float((topk == target[:, None]).any(dim=1).float().mean() * 100)
 
 
 @METRICS.register_module()
@@ -111,10 +96,10 @@ class MultiHeadAccuracy(BaseMetric):
         metrics = {}
         for name in names:
             scores = torch.stack([r[name] for r in results])
-            for k in self.topk:
-                if k <= scores.shape[1]:
-                    metrics[f'{name}/top{k}'] = topk_accuracy(
-                        scores, target, k)
+            topk = [k for k in self.topk if k <= scores.shape[1]]
+            accs = Accuracy.calculate(scores, target, topk=topk, thrs=(None, ))
+            for k, acc in zip(topk, accs):
+                metrics[f'{name}/top{k}'] = float(acc[0])
         if 1 in self.topk:
             metrics['best/top1'] = max(metrics[f'{n}/top1'] for n in names)
         return metrics

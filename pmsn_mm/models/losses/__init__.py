@@ -1,11 +1,11 @@
 """Losses: PMSN (MSN with an arbitrary cluster prior), PSwAV (SwAV with
 prior-matched codes) and VICReg."""
 from .pmsn_loss import (PMSNLoss, entropy, global_mean_usage, kl_divergence,
-                        prototype_log_probabilities, sharpen)
+                        sharpen)
 from .pswav_loss import PSwAVLoss
 from .vicreg_loss import VICRegLoss
 
 __all__ = [
     'PMSNLoss', 'PSwAVLoss', 'entropy', 'global_mean_usage', 'kl_divergence',
-    'prototype_log_probabilities', 'sharpen', 'VICRegLoss'
+    'sharpen', 'VICRegLoss'
 ]

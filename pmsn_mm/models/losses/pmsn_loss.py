@@ -1,6 +1,7 @@
 """PMSN loss: MSN's cross-entropy plus a KL penalty towards a cluster prior.
 
-Paper eq. (msn_prior) (PMSN)::
+The probabilities come from :class:`~pmsn_mm.models.heads.PMSNHead` (its
+prototypes, temperature and label smoothing); paper eq. (msn_prior) (PMSN)::
 
     (1 / N) * sum_i H(p_i^+, p_i) + lambda * KL(p_mean || prior)
 
@@ -10,51 +11,21 @@ With ``UniformPrior`` the penalty is ``lambda * (sum_k p_mean_k log p_mean_k
 (facebookresearch/msn, ``src/losses.py``).
 """
 import math
-from typing import Dict, Optional, Union
+from typing import Dict, Optional
 
 import torch
 import torch.nn.functional as F
+from mmengine.dist import all_reduce
 from mmpretrain.registry import MODELS
 from torch import Tensor, nn
 
-from ..utils.dist import all_reduce_mean_with_grad, all_reduce_sum
-from ..utils.prior_cache import PriorCache
+from ...utils.validation import check_choice
+from ..priors import BasePrior
+from ..utils.dist import all_reduce_mean_with_grad
 from ..utils.sinkhorn import distributed_sinkhorn
 
 KL_DIRECTIONS = ('forward', 'reverse')
 PRIOR_USAGES = ('targets', 'anchors')
-
-
-def prototype_log_probabilities(x: Tensor,
-                                prototypes: Tensor,
-                                temperature: float,
-                                label_smoothing: float = 0.0) -> Tensor:
-    """Log of MSN's soft-nearest-neighbour prototype probabilities.
-
-    ``p = softmax(normalize(x) @ normalize(prototypes).T / temperature)
-    @ proto_labels`` with ``proto_labels`` the label-smoothed identity
-    (off-diagonal ``s / K``, diagonal ``1 - s + s / K``), i.e.
-    ``p = (1 - s) * softmax(...) + s / K``. Computed in log space
-    (``log_softmax``, ``logaddexp``), so ``log p`` is finite even where
-    ``p`` underflows.
-
-    Args:
-        x: Tensor of shape (N, D), embeddings.
-        prototypes: Tensor of shape (K, D).
-        temperature: Cosine-similarity temperature, > 0.
-        label_smoothing: Smoothing ``s`` of the prototype labels, in [0, 1).
-
-    Returns:
-        Tensor of shape (N, K): ``log p``.
-    """
-    logits = F.normalize(x, dim=1) @ F.normalize(prototypes, dim=1).t()
-    log_probs = F.log_softmax(logits / temperature, dim=1)
-    if label_smoothing > 0:
-        num_protos = prototypes.shape[0]
-        log_probs = torch.logaddexp(
-            log_probs + math.log1p(-label_smoothing),
-            torch.full_like(log_probs, math.log(label_smoothing / num_protos)))
-    return log_probs
 
 
 def sharpen(probs: Tensor, temperature: float) -> Tensor:
@@ -121,7 +92,8 @@ def global_mean_usage(probs: Tensor) -> Tensor:
         all-reduce of K + 1 values).
     """
     count = probs.new_full((1, ), float(probs.shape[0]), dtype=torch.float64)
-    totals = all_reduce_sum(torch.cat([probs.double().sum(dim=0), count]))
+    totals = torch.cat([probs.double().sum(dim=0), count])
+    all_reduce(totals, op='sum')
     return totals[:-1] / totals[-1]
 
 
@@ -138,11 +110,11 @@ class PMSNLoss(nn.Module):
 
     ``loss = mean_i H(p_i^+, p_i) + prior_weight * KL(p_mean || prior)
     [+ entropy_weight * mean_i H(p_i)]``, where ``p_i`` are the anchor
-    prototype probabilities (:func:`prototype_log_probabilities`),
-    ``p_i^+ = sharpen(p(target_i), sharpen_temperature)`` (no gradient,
-    optionally Sinkhorn-balanced over the global batch towards the prior's
-    cluster sizes) and ``p_mean`` is the mean of all anchor probabilities
-    over all views and all ranks (see
+    prototype probabilities (from ``PMSNHead``), ``p_i^+ =
+    sharpen(p(target_i), sharpen_temperature)`` (no gradient, optionally
+    Sinkhorn-balanced over the global batch towards the prior's cluster
+    sizes) and ``p_mean`` is the mean of all anchor probabilities over all
+    views and all ranks (see
     :func:`~pmsn_mm.models.utils.all_reduce_mean_with_grad` for why its
     gradient is exact under DDP; ranks are assumed to hold equal batches).
 
@@ -162,13 +134,9 @@ class PMSNLoss(nn.Module):
     cross-entropy pulls ``p_mean`` away from the current prior.
 
     Args:
-        temperature: Cosine-similarity temperature, > 0. Defaults to 0.1.
-        sharpen_temperature: Target sharpening temperature T, > 0; can be
-            changed during training with :meth:`set_sharpen_temperature`.
-            Defaults to 0.25.
+        sharpen_temperature: Target sharpening temperature T, > 0
+            (constant, as in every MSN config). Defaults to 0.25.
         prior_weight: lambda, >= 0. Defaults to 1.0.
-        label_smoothing: Prototype label smoothing, in [0, 1).
-            Defaults to 0.0.
         use_sinkhorn: Balance targets with distributed Sinkhorn-Knopp so that
             over the global batch of B targets prototype k receives
             ``B * prior_k`` (:func:`~pmsn_mm.models.utils.distributed_sinkhorn`
@@ -181,9 +149,6 @@ class PMSNLoss(nn.Module):
         kl_direction: ``'forward'``: KL(p_mean || prior), the paper's eq.
             (msn_prior); ``'reverse'``: KL(prior || p_mean), as in lightly.
             Defaults to ``'forward'``.
-        prior: Config of a prior (``UniformPrior``, ``PowerLawPrior``,
-            ``ClassPrior``, ``FilePrior``, ``AdaptivePowerLawPrior``) or a
-            built ``BasePrior``. Defaults to ``dict(type='UniformPrior')``.
         prior_usage: What a learned prior learns from: ``'targets'`` (mean
             sharpened target, before Sinkhorn) or ``'anchors'`` (``p_mean``).
             Ignored by fixed priors. Defaults to ``'targets'``.
@@ -199,27 +164,19 @@ class PMSNLoss(nn.Module):
     """
 
     def __init__(self,
-                 temperature: float = 0.1,
                  sharpen_temperature: float = 0.25,
                  prior_weight: float = 1.0,
-                 label_smoothing: float = 0.0,
                  use_sinkhorn: bool = False,
                  sinkhorn_iterations: int = 3,
                  entropy_weight: float = 0.0,
                  kl_direction: str = 'forward',
-                 prior: Optional[Union[dict, nn.Module]] = None,
                  prior_usage: str = 'targets') -> None:
         super().__init__()
-        _check_positive('temperature', temperature)
         _check_positive('sharpen_temperature', sharpen_temperature)
         if not (isinstance(prior_weight, (int, float))
                 and math.isfinite(prior_weight) and prior_weight >= 0):
             raise ValueError(
                 f'prior_weight must be in [0, inf) but is {prior_weight!r}.')
-        if not (isinstance(label_smoothing,
-                           (int, float)) and 0 <= label_smoothing < 1):
-            raise ValueError('label_smoothing must be in [0, 1) but is '
-                             f'{label_smoothing!r}.')
         if (isinstance(sinkhorn_iterations, bool)
                 or not isinstance(sinkhorn_iterations, int)
                 or sinkhorn_iterations < 1):
@@ -229,123 +186,64 @@ class PMSNLoss(nn.Module):
                 and math.isfinite(entropy_weight) and entropy_weight >= 0):
             raise ValueError('entropy_weight must be in [0, inf) but is '
                              f'{entropy_weight!r}.')
-        if kl_direction not in KL_DIRECTIONS:
-            raise ValueError(f'kl_direction must be one of {KL_DIRECTIONS} '
-                             f'but is {kl_direction!r}.')
-        if prior_usage not in PRIOR_USAGES:
-            raise ValueError(f'prior_usage must be one of {PRIOR_USAGES} '
-                             f'but is {prior_usage!r}.')
-        self.temperature = float(temperature)
+        check_choice('kl_direction', kl_direction, KL_DIRECTIONS)
+        check_choice('prior_usage', prior_usage, PRIOR_USAGES)
         self.prior_usage = prior_usage
         self.sharpen_temperature = float(sharpen_temperature)
         self.prior_weight = float(prior_weight)
-        self.label_smoothing = float(label_smoothing)
         self.use_sinkhorn = bool(use_sinkhorn)
         self.sinkhorn_iterations = sinkhorn_iterations
         self.entropy_weight = float(entropy_weight)
         self.kl_direction = kl_direction
-        if prior is None:
-            prior = dict(type='UniformPrior')
-        self.prior = MODELS.build(prior) if isinstance(prior, dict) else prior
-        self._prior_cache = PriorCache(self.prior)
-
-    def set_sharpen_temperature(self, temperature: float) -> None:
-        """Set the target sharpening temperature (called by a hook).
-
-        Args:
-            temperature: New T, > 0.
-        """
-        _check_positive('sharpen_temperature', temperature)
-        self.sharpen_temperature = float(temperature)
-
-    def prior_probs(self, num_prototypes: int, device: torch.device,
-                    dtype: torch.dtype) -> Tensor:
-        """The prior as a tensor (float64 math), cached unless the prior is
-        learned from the data.
-
-        Args:
-            num_prototypes: K.
-            device: Target device.
-            dtype: Target dtype.
-
-        Returns:
-            Tensor of shape (K,).
-        """
-        return self._prior_cache.probs(num_prototypes, device, dtype)
-
-    def sinkhorn_marginal(self, prior: Tensor) -> Optional[Tensor]:
-        """The ``col_marginal`` for Sinkhorn: None (MSN's uniform
-        arithmetic, bit for bit) when all prior entries are equal, else the
-        prior itself. Learned priors always pass the prior.
-
-        Args:
-            prior: Tensor of shape (K,), from :meth:`prior_probs`.
-
-        Returns:
-            None or ``prior``.
-        """
-        return self._prior_cache.sinkhorn_marginal(prior)
 
     @staticmethod
-    def _check_shapes(anchors: Tensor, targets: Tensor,
-                      prototypes: Tensor) -> None:
-        shapes = (f'anchors {tuple(anchors.shape)}, targets '
-                  f'{tuple(targets.shape)}, prototypes '
-                  f'{tuple(prototypes.shape)}')
-        if anchors.dim() != 2 or targets.dim() != 2 or prototypes.dim() != 2:
-            raise ValueError('anchors (B * V, D), targets (B, D) and '
-                             f'prototypes (K, D) must be 2-D, got {shapes}.')
-        if targets.shape[0] == 0 or anchors.shape[0] % targets.shape[0]:
-            raise ValueError('anchors rows (B * V) must be a positive '
-                             f'multiple of targets rows (B), got {shapes}.')
-        if not anchors.shape[1] == targets.shape[1] == prototypes.shape[1]:
-            raise ValueError('anchors, targets and prototypes must have the '
-                             f'same feature dim D, got {shapes}.')
+    def _check_shapes(log_probs: Tensor, target_probs: Tensor) -> None:
+        shapes = (f'anchor_log_probs {tuple(log_probs.shape)}, target_probs '
+                  f'{tuple(target_probs.shape)}')
+        if log_probs.dim() != 2 or target_probs.dim() != 2:
+            raise ValueError('anchor_log_probs (B * V, K) and target_probs '
+                             f'(B, K) must be 2-D, got {shapes}.')
+        if target_probs.shape[0] == 0 or \
+                log_probs.shape[0] % target_probs.shape[0]:
+            raise ValueError('anchor rows (B * V) must be a positive '
+                             f'multiple of target rows (B), got {shapes}.')
+        if log_probs.shape[1] != target_probs.shape[1]:
+            raise ValueError('anchors and targets must have the same number '
+                             f'of prototypes K, got {shapes}.')
 
-    def forward(self, anchors: Tensor, targets: Tensor,
-                prototypes: Tensor) -> Dict[str, Tensor]:
+    def forward(self, anchor_log_probs: Tensor, target_probs: Tensor,
+                prior: BasePrior) -> Dict[str, Tensor]:
         """Compute the PMSN loss.
 
         Args:
-            anchors: Tensor of shape (B * V, D), view-major: rows
-                ``[v * B:(v + 1) * B]`` are view ``v`` of the B images.
-            targets: Tensor of shape (B, D), target-view embeddings; used
-                without gradient.
-            prototypes: Tensor of shape (K, D); pass the Parameter itself so
-                that prototypes learn.
+            anchor_log_probs: Tensor of shape (B * V, K), ``log p_i`` of the
+                anchors, view-major: rows ``[v * B:(v + 1) * B]`` are view
+                ``v`` of the B images (``PMSNHead.log_probabilities``).
+            target_probs: Tensor of shape (B, K), prototype probabilities of
+                the targets before sharpening; used without gradient.
+            prior: The cluster prior (``PMSNHead.prior``); a learned prior
+                is updated here in training mode.
 
         Returns:
             Dict of tensors, see the class docstring.
         """
-        self._check_shapes(anchors, targets, prototypes)
-        # Half-precision inputs (AMP) are computed in float32, as in MSN.
-        anchors, targets, prototypes = (
-            t.float() if t.dtype in (torch.float16, torch.bfloat16) else t
-            for t in (anchors, targets, prototypes))
-        num_views = anchors.shape[0] // targets.shape[0]
-        num_protos = prototypes.shape[0]
-
-        # Anchor predictions p_i.
-        log_probs = prototype_log_probabilities(anchors, prototypes,
-                                                self.temperature,
-                                                self.label_smoothing)
+        self._check_shapes(anchor_log_probs, target_probs)
+        num_views = anchor_log_probs.shape[0] // target_probs.shape[0]
+        log_probs = anchor_log_probs
         probs = log_probs.exp()
-
-        prior = self.prior_probs(num_protos, probs.device, probs.dtype)
+        prior_probs = prior.probs(probs.shape[1], probs.device, probs.dtype)
         # Targets p_i^+ (no gradient).
         with torch.no_grad():
-            target_probs = prototype_log_probabilities(
-                targets.detach(), prototypes.detach(), self.temperature,
-                self.label_smoothing).exp()
-            target_probs = sharpen(target_probs, self.sharpen_temperature)
-            learn = self.prior.learns_from_usage and self.training
+            target_probs = sharpen(target_probs.detach(),
+                                   self.sharpen_temperature)
+            learn = prior.learns_from_usage and self.training
             usage = None
             if learn and self.prior_usage == 'targets':
                 usage = global_mean_usage(target_probs)
             if self.use_sinkhorn:
                 target_probs = distributed_sinkhorn(
                     target_probs, self.sinkhorn_iterations,
-                    self.sinkhorn_marginal(prior))
+                    prior.sinkhorn_marginal(prior_probs))
         repeated_targets = target_probs.repeat(num_views, 1)
 
         # mean_i H(p_i^+, p_i)
@@ -356,9 +254,9 @@ class PMSNLoss(nn.Module):
         if learn and self.prior_usage == 'anchors':
             usage = mean_probs.detach()
         if self.kl_direction == 'forward':
-            prior_kl = kl_divergence(mean_probs, prior)
+            prior_kl = kl_divergence(mean_probs, prior_probs)
         else:
-            prior_kl = kl_divergence(prior, mean_probs)
+            prior_kl = kl_divergence(prior_probs, mean_probs)
 
         losses = dict(loss_ce=loss_ce, loss_prior=self.prior_weight * prior_kl)
         if self.entropy_weight > 0:
@@ -366,10 +264,10 @@ class PMSNLoss(nn.Module):
                 probs, log_probs).mean()
         losses.update(self._stats(target_probs, mean_probs.detach(), prior_kl))
         if usage is not None:
-            self.prior.update_usage(usage)
+            prior.update_usage(usage)
         losses.update({
             k: v.detach().to(probs.dtype)
-            for k, v in self.prior.statistics().items()
+            for k, v in prior.statistics().items()
         })
         return losses
 
@@ -384,7 +282,8 @@ class PMSNLoss(nn.Module):
         used[target_probs.argmax(dim=1)] = 1.0
         max_sum = target_probs.max(dim=1).values.sum().double().reshape(1)
         count = used.new_tensor([float(target_probs.shape[0])])
-        totals = all_reduce_sum(torch.cat([used, max_sum, count]))
+        totals = torch.cat([used, max_sum, count])
+        all_reduce(totals, op='sum')
         dtype = target_probs.dtype
         return dict(
             prior_kl=prior_kl.detach(),
@@ -393,10 +292,8 @@ class PMSNLoss(nn.Module):
             max_target_prob=(totals[num_protos] / totals[-1]).to(dtype))
 
     def extra_repr(self) -> str:
-        return (f'temperature={self.temperature}, '
-                f'sharpen_temperature={self.sharpen_temperature}, '
+        return (f'sharpen_temperature={self.sharpen_temperature}, '
                 f'prior_weight={self.prior_weight}, '
-                f'label_smoothing={self.label_smoothing}, '
                 f'use_sinkhorn={self.use_sinkhorn}, '
                 f'sinkhorn_iterations={self.sinkhorn_iterations}, '
                 f'entropy_weight={self.entropy_weight}, '

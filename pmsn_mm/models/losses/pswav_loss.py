@@ -18,8 +18,7 @@ from mmpretrain.models.losses import SwAVLoss
 from mmpretrain.registry import MODELS
 from torch import Tensor, nn
 
-from ..utils.dist import all_reduce_sum
-from ..utils.prior_cache import PriorCache
+from ...utils.validation import check_index_list
 from ..utils.sinkhorn import distributed_sinkhorn
 from .pmsn_loss import global_mean_usage, kl_divergence
 
@@ -120,14 +119,10 @@ class PSwAVLoss(SwAVLoss):
         if total < 2:
             raise ValueError('PSwAVLoss needs >= 2 crops in total, but '
                              f'num_crops={num_crops}.')
-        crops_for_assign = list(crops_for_assign)
-        if not crops_for_assign or any(
-                isinstance(c, bool) or not isinstance(c, int)
-                or not 0 <= c < total for c in crops_for_assign):
-            raise ValueError(
-                'PSwAVLoss crops_for_assign must be a non-empty list of crop '
-                f'indices in [0, {total}) (sum(num_crops)={total}), but is '
-                f'{crops_for_assign!r}.')
+        crops_for_assign = list(
+            check_index_list('PSwAVLoss crops_for_assign', crops_for_assign,
+                             total, 'crop ',
+                             context=f' (sum(num_crops)={total})'))
         super().__init__(
             feat_dim=feat_dim,
             sinkhorn_iterations=sinkhorn_iterations,
@@ -142,21 +137,12 @@ class PSwAVLoss(SwAVLoss):
         if prior is None:
             prior = dict(type='UniformPrior')
         self.prior = MODELS.build(prior) if isinstance(prior, dict) else prior
-        self._prior_cache = PriorCache(self.prior)
 
     def prior_probs(self, num_prototypes: int, device: torch.device,
                     dtype: torch.dtype) -> Tensor:
-        """The prior as a tensor (see :class:`PriorCache`).
-
-        Args:
-            num_prototypes: K.
-            device: Target device.
-            dtype: Target dtype.
-
-        Returns:
-            Tensor of shape (K,).
-        """
-        return self._prior_cache.probs(num_prototypes, device, dtype)
+        """``self.prior.probs(...)``: the prior over K prototypes, shape
+        (K,) (cached for fixed priors)."""
+        return self.prior.probs(num_prototypes, device, dtype)
 
     def codes(self, scores: Tensor, prior: Tensor) -> Tensor:
         """Prior-matched Sinkhorn codes of prototype scores.
@@ -175,7 +161,7 @@ class PSwAVLoss(SwAVLoss):
         return distributed_sinkhorn(
             torch.exp((scores - shift) / self.epsilon),
             self.sinkhorn_iterations,
-            self._prior_cache.sinkhorn_marginal(prior.to(scores.dtype)))
+            self.prior.sinkhorn_marginal(prior.to(scores.dtype)))
 
     def forward(self, x: Tensor) -> Dict[str, Tensor]:
         """Compute the PSwAV loss.
@@ -265,8 +251,8 @@ class PSwAVLoss(SwAVLoss):
         used = codes.new_zeros(num_protos, dtype=torch.float64)
         used[codes.argmax(dim=1)] = 1.0
         count = used.new_tensor([float(codes.shape[0])])
-        totals = all_reduce_sum(
-            torch.cat([used, codes.double().sum(dim=0), count]))
+        totals = torch.cat([used, codes.double().sum(dim=0), count])
+        all_reduce(totals, op='sum')
         mean_code = totals[num_protos:2 * num_protos] / totals[-1]
         return dict(
             num_prototypes_used=(totals[:num_protos] > 0).sum().to(

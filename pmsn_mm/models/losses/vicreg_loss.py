@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from mmpretrain.registry import MODELS
 from torch import Tensor, nn
 
-from ..utils.gather import all_gather_with_grad
+from ..utils.dist import all_gather_with_grad
 
 
 def off_diagonal(x: Tensor) -> Tensor:

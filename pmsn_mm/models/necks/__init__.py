@@ -1,8 +1,6 @@
-"""Necks: MSN projector, VICReg expander, linear-probe feature necks."""
+"""Necks: MSN projector and linear-probe feature necks (VICReg uses
+mmpretrain's ``NonLinearNeck``)."""
 from .linear_probe_necks import AdaptivePoolNeck, ConcatCLSNeck
 from .msn_projector import MSNProjector
-from .vicreg_expander import VICRegExpander
 
-__all__ = [
-    'AdaptivePoolNeck', 'ConcatCLSNeck', 'MSNProjector', 'VICRegExpander'
-]
+__all__ = ['AdaptivePoolNeck', 'ConcatCLSNeck', 'MSNProjector']

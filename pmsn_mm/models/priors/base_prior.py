@@ -1,6 +1,6 @@
 """Base class and validation shared by all cluster priors."""
 from abc import ABCMeta, abstractmethod
-from typing import Dict, Optional, Sequence, Union
+from typing import Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -76,14 +76,65 @@ class BasePrior(nn.Module, metaclass=ABCMeta):
     :meth:`forward` validates and normalises it (the ``prior`` of eq.
     (msn_prior) in the paper).
 
+    Its users (``PMSNHead``, ``PSwAVLoss``) read it through :meth:`probs`
+    (cached per ``(K, device, dtype)`` for fixed priors) and
+    :meth:`sinkhorn_marginal`.
+
     A prior that is estimated from the data during training sets
     ``learns_from_usage = True`` and implements :meth:`update_usage`; the
     losses then feed it the global cluster usage of every training step and
-    do not cache its probabilities.
+    its probabilities are not cached.
     """
 
     #: True for priors re-estimated from the data (see :meth:`update_usage`).
     learns_from_usage: bool = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        # plain dicts: neither checkpointed nor broadcast by DDP
+        self._probs_cache: Dict[Tuple, Tensor] = {}
+        self._uniform_cache: Dict[Tuple, bool] = {}
+
+    def probs(self,
+              num_prototypes: int,
+              device: Optional[torch.device] = None,
+              dtype: torch.dtype = torch.float32) -> Tensor:
+        """:meth:`forward`, computed once per ``(K, device, dtype)`` for a
+        fixed prior (float64 math), on every call for a learned one.
+
+        Args:
+            num_prototypes: K.
+            device: Device of the result; None is the CPU.
+            dtype: dtype of the result. Defaults to torch.float32.
+
+        Returns:
+            Tensor of shape (K,).
+        """
+        if self.learns_from_usage:
+            return self(num_prototypes, dtype, device)
+        key = (num_prototypes, torch.device(device or 'cpu'), dtype)
+        if key not in self._probs_cache:
+            self._probs_cache[key] = self(num_prototypes, torch.float64).to(
+                device=key[1], dtype=dtype)
+        return self._probs_cache[key]
+
+    def sinkhorn_marginal(self, probs: Tensor) -> Optional[Tensor]:
+        """The ``col_marginal`` of ``distributed_sinkhorn`` for this prior:
+        None (the official uniform arithmetic, bit for bit) when every
+        entry is equal, else ``probs``. Learned priors always pass ``probs``.
+
+        Args:
+            probs: Tensor of shape (K,), from :meth:`probs`.
+
+        Returns:
+            None or ``probs``.
+        """
+        if self.learns_from_usage:
+            return probs
+        key = (probs.shape[0], probs.device, probs.dtype)
+        if key not in self._uniform_cache:
+            self._uniform_cache[key] = bool(torch.all(probs == probs[0]))
+        return None if self._uniform_cache[key] else probs
 
     def update_usage(self, usage: Tensor) -> None:
         """Take one training step's global cluster usage (learned priors).

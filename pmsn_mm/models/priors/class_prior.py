@@ -4,6 +4,7 @@ from typing import Optional, Union
 import numpy as np
 from mmpretrain.registry import DATASETS, MODELS
 
+from ...datasets.samplers.utils import get_dataset_labels
 from .base_prior import ArrayLike, BasePrior, check_length, \
     validate_prior_values
 
@@ -12,28 +13,32 @@ def label_counts(dataset: object) -> np.ndarray:
     """Count the ground-truth labels of a dataset.
 
     Args:
-        dataset: An object with ``get_gt_labels() -> array of int`` (the
-            mmpretrain ``BaseDataset`` API). If it also has ``CLASSES``
-            (not None), the counts have ``len(CLASSES)`` entries, so a class
-            without samples shows up as a zero count.
+        dataset: A labelled dataset, read as the class-aware samplers read
+            it (:func:`~pmsn_mm.datasets.samplers.get_dataset_labels`:
+            ``get_gt_labels()``, ``get_cat_ids(idx)`` or mmengine/torch
+            wrappers of such datasets). If it has ``CLASSES`` (not None),
+            the counts have ``len(CLASSES)`` entries, so a class without
+            samples shows up as a zero count.
 
     Returns:
         np.ndarray of shape (num_classes,), int64.
     """
-    if not hasattr(dataset, 'get_gt_labels'):
+    try:
+        labels = get_dataset_labels(dataset)
+    except (TypeError, ValueError) as err:
         raise ValueError(
             'ClassPrior dataset must have get_gt_labels() (an mmpretrain '
-            f'BaseDataset), but {type(dataset).__name__} has not.')
-    labels = np.asarray(dataset.get_gt_labels()).reshape(-1)
+            'BaseDataset) or get_cat_ids(idx), one label per image, but '
+            f'{type(dataset).__name__} has not: {err}') from err
     if labels.size == 0:
         raise ValueError('ClassPrior dataset has no labels.')
-    if not np.issubdtype(labels.dtype, np.integer) or labels.min() < 0:
+    if labels.min() < 0:
         raise ValueError(
             'ClassPrior dataset labels must be integers >= 0, but got '
             f'dtype {labels.dtype} with minimum {labels.min()}.')
     classes = getattr(dataset, 'CLASSES', None)
     minlength = 0 if classes is None else len(classes)
-    return np.bincount(labels.astype(np.int64), minlength=minlength)
+    return np.bincount(labels, minlength=minlength)
 
 
 @MODELS.register_module()

@@ -4,13 +4,14 @@ from typing import Dict, List, Optional, Sequence, Union
 
 import torch
 import torch.nn.functional as F
-from mmengine.model import ExponentialMovingAverage
 from mmpretrain.models.selfsup import BaseSelfSupervisor
 from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 from torch import Tensor
 
+from ...utils.validation import check_choice, check_index_list
 from ..utils.data2vec_targets import TARGET_NORMS, average_layer_targets
+from ..utils.ema import LinearMomentumEMA
 
 LOSS_TYPES = ('smooth_l1', 'l2')
 
@@ -38,10 +39,10 @@ class Data2VecVision(BaseSelfSupervisor):
     The mask comes from the pipeline (``data_sample.mask``, shape
     (h, w) over the patch grid): mmpretrain's ``BEiTMaskGenerator`` (block
     masking, the official one) or ``SimMIMMaskGenerator`` with
-    ``mask_patch_size == model_patch_size`` (random patch masking). The EMA
-    momentum is set every iteration by ``TargetMomentumHook`` through
-    :meth:`set_target_momentum`. Paper §4 uses data2vec as an instance-based
-    method without a volume-maximisation prior.
+    ``mask_patch_size == model_patch_size`` (random patch masking). The
+    teacher is a :class:`~pmsn_mm.models.utils.LinearMomentumEMA` (constant
+    momentum unless ``target_momentum_end`` is set). Paper §4 uses data2vec
+    as an instance-based method without a volume-maximisation prior.
 
     Args:
         backbone: Backbone config; needs ``forward_layers(x, mask)``, e.g.
@@ -60,9 +61,11 @@ class Data2VecVision(BaseSelfSupervisor):
         target_momentum: Initial EMA momentum m of the teacher,
             ``teacher = m * teacher + (1 - m) * student``; in (0, 1)
             (official ViT-B command: 0.9998).
-        pretrained: Deprecated mmpretrain argument, kept for compatibility.
-        data_preprocessor: Data pre-processor config.
-        init_cfg: Initialisation config.
+        target_momentum_end: Momentum reached linearly after 1.25x the
+            training iterations, in (0, 1]; None keeps ``target_momentum``
+            constant (the official ViT-B command). Defaults to None.
+        **kwargs: ``BaseSelfSupervisor`` arguments (``data_preprocessor``,
+            ``init_cfg``, ...).
     """
 
     def __init__(self,
@@ -74,17 +77,11 @@ class Data2VecVision(BaseSelfSupervisor):
                  loss_type: str = 'smooth_l1',
                  loss_beta: float = 2.0,
                  target_momentum: float = 0.9998,
-                 pretrained: Optional[str] = None,
-                 data_preprocessor: Optional[dict] = None,
-                 init_cfg: Optional[Union[List[dict], dict]] = None) -> None:
-        for name, value in (('target_layer_norm', target_layer_norm),
-                            ('target_post_norm', target_post_norm)):
-            if value not in TARGET_NORMS:
-                raise ValueError(f'{name} must be one of {TARGET_NORMS}, '
-                                 f'but is {value!r}.')
-        if loss_type not in LOSS_TYPES:
-            raise ValueError(f'loss_type must be one of {LOSS_TYPES}, but is '
-                             f'{loss_type!r}.')
+                 target_momentum_end: Optional[float] = None,
+                 **kwargs) -> None:
+        check_choice('target_layer_norm', target_layer_norm, TARGET_NORMS)
+        check_choice('target_post_norm', target_post_norm, TARGET_NORMS)
+        check_choice('loss_type', loss_type, LOSS_TYPES)
         if not (isinstance(loss_beta, (int, float)) and math.isfinite(
                 loss_beta) and loss_beta > 0):
             raise ValueError(f'loss_beta must be in (0, inf) but is '
@@ -92,51 +89,31 @@ class Data2VecVision(BaseSelfSupervisor):
         if not 0 < target_momentum < 1:
             raise ValueError(f'target_momentum must be in (0, 1) but is '
                              f'{target_momentum}.')
-        super().__init__(
-            backbone=backbone,
-            neck=neck,
-            pretrained=pretrained,
-            data_preprocessor=data_preprocessor,
-            init_cfg=init_cfg)
+        if target_momentum_end is None:
+            target_momentum_end = target_momentum
+        if not 0 < target_momentum_end <= 1:
+            raise ValueError('target_momentum_end must be None or in (0, 1] '
+                             f'but is {target_momentum_end}.')
+        super().__init__(backbone=backbone, neck=neck, **kwargs)
         if not callable(getattr(self.backbone, 'forward_layers', None)):
             raise ValueError(
                 'Data2VecVision needs a backbone with forward_layers(x, mask) '
                 '(e.g. Data2VecViT), but the backbone is '
                 f'{type(self.backbone).__name__}.')
         num_layers = len(self.backbone.layers)
-        layers = tuple(target_layers)
-        if not layers or len(set(layers)) != len(layers) or any(
-                isinstance(i, bool) or not isinstance(i, int)
-                or not 0 <= i < num_layers for i in layers):
-            raise ValueError(
-                'target_layers must be a non-empty list of distinct block '
-                f'indices in [0, {num_layers}) for this {num_layers}-block '
-                f'backbone, but is {target_layers!r}.')
-        self.target_layers = layers
+        self.target_layers = check_index_list(
+            'target_layers', target_layers, num_layers, 'block ',
+            distinct=True, context=f' for this {num_layers}-block backbone')
         self.target_layer_norm = target_layer_norm
         self.target_post_norm = target_post_norm
         self.loss_type = loss_type
         self.loss_beta = float(loss_beta)
-        self.target_net = ExponentialMovingAverage(
-            self.backbone, momentum=1.0 - float(target_momentum))
+        # mmengine's EMA momentum weighs the *online* parameters
+        self.target_net = LinearMomentumEMA(
+            self.backbone,
+            momentum=1.0 - float(target_momentum),
+            end_momentum=1.0 - float(target_momentum_end))
         self.target_net.eval()
-
-    def set_target_momentum(self, momentum: float) -> None:
-        """Set the EMA momentum m: teacher <- m * teacher + (1 - m) * student.
-
-        Args:
-            momentum: Value in [0, 1] (official ViT-B: constant 0.9998).
-        """
-        if not 0 <= momentum <= 1:
-            raise ValueError(
-                f'target momentum must be in [0, 1], got {momentum}.')
-        # mmengine's EMA weighs the *online* parameters by its momentum
-        self.target_net.momentum = 1.0 - float(momentum)
-
-    @property
-    def target_momentum(self) -> float:
-        """The current EMA momentum m."""
-        return 1.0 - self.target_net.momentum
 
     def train(self, mode: bool = True) -> 'Data2VecVision':
         """Set the student's mode; the teacher always stays in eval mode."""

@@ -1,16 +1,15 @@
 """PMSN: Masked Siamese Networks with an arbitrary cluster prior."""
-from typing import Dict, List, Optional, Union
+import inspect
+from typing import Dict, List
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
-from mmengine.model import ExponentialMovingAverage
 from mmpretrain.models.selfsup import BaseSelfSupervisor
 from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 from torch import Tensor
 
-from ..utils import forward_with_patch_drop, supports_patch_drop
+from ..utils.ema import LinearMomentumEMA
 
 
 @MODELS.register_module()
@@ -32,23 +31,28 @@ class PMSN(BaseSelfSupervisor):
 
     Views come from mmpretrain's ``MultiView`` transform, ordered
     ``[target, random_1..R, focal_1..F]`` (e.g.
-    ``num_views=[1, R, F]``). The EMA momentum and the sharpening temperature
-    are set every iteration by hooks through :meth:`set_target_momentum` and
-    :meth:`set_sharpen_temperature`.
+    ``num_views=[1, R, F]``). The target encoder is a
+    :class:`~pmsn_mm.models.utils.LinearMomentumEMA`: its momentum moves
+    linearly from ``target_momentum`` to ``target_momentum_end`` over 1.25x
+    the run (MSN), and is logged as ``target_momentum``.
 
     Args:
-        backbone: Backbone config. Patch-drop needs mmpretrain's
-            ``VisionTransformer``; any backbone works with ``mask_ratio=0``.
+        backbone: Backbone config. Patch-drop needs a backbone whose
+            ``forward`` takes ``mask_ratio``
+            (:class:`~pmsn_mm.models.backbones.MSNViT`); any backbone works
+            with ``mask_ratio=0``.
         neck: Projector config, e.g. ``MSNProjector``.
         head: Prototype head config, e.g. ``PMSNHead``.
         num_random_views: R, the number of masked anchor views (≥ 1).
         mask_ratio: Fraction of patch tokens dropped from the random views,
             in [0, 1).
-        target_momentum: Initial EMA momentum of the target encoder (MSN
-            convention: fraction of the target kept per step).
-        pretrained: Deprecated mmpretrain argument, kept for compatibility.
-        data_preprocessor: Data pre-processor config.
-        init_cfg: Initialisation config.
+        target_momentum: Initial EMA momentum m of the target encoder,
+            ``target = m * target + (1 - m) * online``; in (0, 1).
+            Defaults to 0.996 (MSN).
+        target_momentum_end: Momentum reached after 1.25x the training
+            iterations, in (0, 1]. Defaults to 1.0 (MSN).
+        **kwargs: ``BaseSelfSupervisor`` arguments (``data_preprocessor``,
+            ``init_cfg``, ...).
     """
 
     def __init__(self,
@@ -58,62 +62,37 @@ class PMSN(BaseSelfSupervisor):
                  num_random_views: int = 1,
                  mask_ratio: float = 0.15,
                  target_momentum: float = 0.996,
-                 pretrained: Optional[str] = None,
-                 data_preprocessor: Optional[dict] = None,
-                 init_cfg: Optional[Union[List[dict], dict]] = None) -> None:
+                 target_momentum_end: float = 1.0,
+                 **kwargs) -> None:
         if int(num_random_views) < 1:
             raise ValueError(f'num_random_views must be >= 1, got '
                              f'{num_random_views}.')
         if not 0 <= mask_ratio < 1:
             raise ValueError(
                 f'mask_ratio must be in [0, 1), got {mask_ratio}.')
-        super().__init__(
-            backbone=backbone,
-            neck=neck,
-            head=head,
-            pretrained=pretrained,
-            data_preprocessor=data_preprocessor,
-            init_cfg=init_cfg)
-        if mask_ratio > 0 and not supports_patch_drop(self.backbone):
+        if not 0 < target_momentum < 1:
+            raise ValueError('target_momentum must be in (0, 1), got '
+                             f'{target_momentum}.')
+        if not 0 < target_momentum_end <= 1:
+            raise ValueError('target_momentum_end must be in (0, 1], got '
+                             f'{target_momentum_end}.')
+        super().__init__(backbone=backbone, neck=neck, head=head, **kwargs)
+        if mask_ratio > 0 and 'mask_ratio' not in inspect.signature(
+                self.backbone.forward).parameters:
             raise ValueError(
-                f'mask_ratio={mask_ratio} needs a token-based backbone '
-                "(mmpretrain's VisionTransformer family), but the backbone is "
-                f'{type(self.backbone).__name__}; set mask_ratio=0 for '
-                'backbones without patch tokens (ResNet, timm models).')
+                f'mask_ratio={mask_ratio} needs a token-based backbone whose '
+                "forward takes mask_ratio (MSNViT, mmpretrain's "
+                'VisionTransformer with patch-drop), but the backbone is '
+                f'{type(self.backbone).__name__}; use MSNViT, or set '
+                'mask_ratio=0 for backbones without patch tokens (ResNet, '
+                'timm models).')
         self.num_random_views = int(num_random_views)
         self.mask_ratio = float(mask_ratio)
-        self.target_net = ExponentialMovingAverage(
+        # mmengine's EMA momentum weighs the *online* parameters
+        self.target_net = LinearMomentumEMA(
             nn.Sequential(self.backbone, self.neck),
-            momentum=1.0 - self._check_momentum(target_momentum))
-
-    @staticmethod
-    def _check_momentum(momentum: float) -> float:
-        if not 0 <= momentum <= 1:
-            raise ValueError(
-                f'target momentum must be in [0, 1], got {momentum}.')
-        return float(momentum)
-
-    def set_target_momentum(self, momentum: float) -> None:
-        """Set the EMA momentum m: ``target = m * target + (1 - m) * online``.
-
-        Args:
-            momentum: Value in [0, 1] (MSN: 0.996 → 1.0).
-        """
-        # mmengine's EMA weighs the *online* parameters by its momentum
-        self.target_net.momentum = 1.0 - self._check_momentum(momentum)
-
-    @property
-    def target_momentum(self) -> float:
-        """The current EMA momentum in MSN's convention."""
-        return 1.0 - self.target_net.momentum
-
-    def set_sharpen_temperature(self, temperature: float) -> None:
-        """Set the target sharpening temperature T of the loss.
-
-        Args:
-            temperature: Positive temperature (MSN: 0.25).
-        """
-        self.head.set_sharpen_temperature(temperature)
+            momentum=1.0 - float(target_momentum),
+            end_momentum=1.0 - float(target_momentum_end))
 
     def _encode(self, views: List[Tensor], mask_ratio: float) -> Tensor:
         """Online backbone + neck on same-size views in one forward.
@@ -125,54 +104,10 @@ class PMSN(BaseSelfSupervisor):
         Returns:
             Tensor of shape (V * B, D), view-major.
         """
-        feats = forward_with_patch_drop(self.backbone, torch.cat(views),
-                                        mask_ratio)
+        x = torch.cat(views)
+        feats = self.backbone(x, mask_ratio=mask_ratio) \
+            if mask_ratio > 0 else self.backbone(x)
         return self.neck(feats)[0]
-
-    def extract_feat(self, inputs: Union[Tensor, List[Tensor]]) -> Tensor:
-        """Online backbone features of one view, shape (B, C).
-
-        The last backbone output; ViT ``cls_token`` outputs are used as they
-        are, (B, C, H, W) maps are average-pooled.
-
-        Args:
-            inputs: Tensor of shape (B, C, H, W), or a list whose first element
-                is (as produced by ``SelfSupDataPreprocessor``).
-        """
-        if isinstance(inputs, (list, tuple)):
-            inputs = inputs[0]
-        feats = self.backbone(inputs)[-1]
-        if feats.dim() == 4:
-            feats = F.adaptive_avg_pool2d(feats, 1).flatten(1)
-        return feats
-
-    def predict(self, inputs: Union[Tensor, List[Tensor]],
-                data_samples: Optional[List[DataSample]] = None,
-                **kwargs) -> List[DataSample]:
-        """Attach frozen features for evaluators such as ``KNNAccuracy``.
-
-        Args:
-            inputs: One view, see :meth:`extract_feat`.
-            data_samples: The batch's data samples (created if None).
-
-        Returns:
-            The data samples, each with a ``features`` field of shape (C,).
-        """
-        feats = self.extract_feat(inputs)
-        if data_samples is None:
-            data_samples = [DataSample() for _ in range(len(feats))]
-        for sample, feat in zip(data_samples, feats):
-            sample.set_field(feat.detach(), 'features', field_type='metainfo')
-        return data_samples
-
-    def forward(self,
-                inputs: Union[Tensor, List[Tensor]],
-                data_samples: Optional[List[DataSample]] = None,
-                mode: str = 'tensor'):
-        """``'tensor'``/``'loss'`` as in mmpretrain, plus ``'predict'``."""
-        if mode == 'predict':
-            return self.predict(inputs, data_samples)
-        return super().forward(inputs, data_samples, mode)
 
     def loss(self, inputs: List[Tensor],
              data_samples: List[DataSample]) -> Dict[str, Tensor]:
@@ -184,7 +119,8 @@ class PMSN(BaseSelfSupervisor):
             data_samples: Unused (self-supervised).
 
         Returns:
-            Losses (``loss_*``) and statistics of :class:`PMSNLoss`.
+            Losses (``loss_*``) and statistics of :class:`PMSNLoss`, plus
+            the EMA momentum of this step, ``target_momentum``.
         """
         if not isinstance(inputs, (list, tuple)) or \
                 len(inputs) < 1 + self.num_random_views:
@@ -206,4 +142,7 @@ class PMSN(BaseSelfSupervisor):
         anchors = [self._encode(random_views, self.mask_ratio)]
         if focal_views:
             anchors.append(self._encode(focal_views, 0.0))
-        return self.head.loss(torch.cat(anchors), targets)
+        losses = self.head.loss(torch.cat(anchors), targets)
+        losses['target_momentum'] = targets.new_tensor(
+            1.0 - self.target_net.current_momentum)
+        return losses

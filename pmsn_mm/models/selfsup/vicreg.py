@@ -1,5 +1,5 @@
 """VICReg: Variance-Invariance-Covariance Regularization."""
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional
 
 from mmpretrain.models.selfsup import BaseSelfSupervisor
 from mmpretrain.registry import MODELS
@@ -21,28 +21,32 @@ class VICReg(BaseSelfSupervisor):
     (``num_views=[1, 1]``; the official pipelines differ in blur and
     solarisation).
 
+    The official expander (``Projector``, ``--mlp 8192-8192-8192``: Linear +
+    BatchNorm1d + ReLU twice, then a Linear without bias, PyTorch init) is
+    mmpretrain's ``NonLinearNeck``::
+
+        neck=dict(type='NonLinearNeck', in_channels=2048, hid_channels=8192,
+                  out_channels=8192, num_layers=3, with_bias=True,
+                  with_last_bn=False, with_last_bias=False,
+                  with_avg_pool=True, norm_cfg=dict(type='BN1d'))
+
+    Checkpoints of the former ``VICRegExpander`` (``neck.mlp.*``) load into
+    it with their keys renamed (``neck.*``: same layer names, same outputs).
+
     Args:
         backbone: Backbone config, e.g. ResNet-50.
-        neck: Expander config, e.g. ``VICRegExpander``.
+        neck: Expander config, e.g. the ``NonLinearNeck`` above.
         loss: Loss config. Defaults to ``dict(type='VICRegLoss')``.
-        pretrained: Deprecated mmpretrain argument, kept for compatibility.
-        data_preprocessor: Data pre-processor config.
-        init_cfg: Initialisation config.
+        **kwargs: ``BaseSelfSupervisor`` arguments (``data_preprocessor``,
+            ``init_cfg``, ...).
     """
 
     def __init__(self,
                  backbone: dict,
                  neck: dict,
                  loss: Optional[dict] = None,
-                 pretrained: Optional[str] = None,
-                 data_preprocessor: Optional[dict] = None,
-                 init_cfg: Optional[Union[List[dict], dict]] = None) -> None:
-        super().__init__(
-            backbone=backbone,
-            neck=neck,
-            pretrained=pretrained,
-            data_preprocessor=data_preprocessor,
-            init_cfg=init_cfg)
+                 **kwargs) -> None:
+        super().__init__(backbone=backbone, neck=neck, **kwargs)
         self.loss_module = MODELS.build(
             loss if loss is not None else dict(type='VICRegLoss'))
 
@@ -65,3 +69,13 @@ class VICReg(BaseSelfSupervisor):
         z_a = self.neck(self.backbone(inputs[0]))[0]
         z_b = self.neck(self.backbone(inputs[1]))[0]
         return self.loss_module(z_a, z_b)
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, *args,
+                              **kwargs) -> None:
+        # VICRegExpander kept its layers in an ``mlp`` Sequential
+        old = prefix + 'neck.mlp.'
+        if not hasattr(self.neck, 'mlp'):
+            for key in [k for k in state_dict if k.startswith(old)]:
+                state_dict[prefix + 'neck.' + key[len(old):]] = \
+                    state_dict.pop(key)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)

@@ -1,21 +1,17 @@
-"""Model utilities: distributed helpers, Sinkhorn-Knopp, patch-drop, batched
-view augmentation."""
+"""Model utilities: differentiable collectives, Sinkhorn-Knopp, patch-drop,
+the EMA target encoder, batched view augmentation."""
 from .batch_augment import color_jitter, resized_crop_flip, sample_crop_boxes
 from .batch_augment_preprocessor import BatchAugmentPreprocessor
-from .dist import (all_reduce_mean_with_grad, all_reduce_sum,
-                   concat_all_gather, get_world_size)
-from .patch_drop import (drop_patch_tokens, forward_with_patch_drop,
-                         num_kept_tokens, random_keep_indices,
-                         supports_patch_drop, vit_forward_with_patch_drop)
-from .prior_cache import PriorCache
+from .dist import all_gather_with_grad, all_reduce_mean_with_grad
+from .ema import LinearMomentumEMA
+from .patch_drop import (PatchDrop, check_mask_ratio, drop_patch_tokens,
+                         num_kept_tokens, random_keep_indices)
 from .sinkhorn import check_col_marginal, distributed_sinkhorn
 
 __all__ = [
     'BatchAugmentPreprocessor', 'color_jitter', 'resized_crop_flip',
-    'sample_crop_boxes',
-    'all_reduce_mean_with_grad', 'all_reduce_sum', 'concat_all_gather',
-    'get_world_size', 'PriorCache', 'check_col_marginal',
-    'distributed_sinkhorn', 'drop_patch_tokens',
-    'forward_with_patch_drop', 'num_kept_tokens', 'random_keep_indices',
-    'supports_patch_drop', 'vit_forward_with_patch_drop'
+    'sample_crop_boxes', 'all_gather_with_grad', 'all_reduce_mean_with_grad',
+    'LinearMomentumEMA', 'check_col_marginal', 'distributed_sinkhorn',
+    'PatchDrop', 'check_mask_ratio', 'drop_patch_tokens', 'num_kept_tokens',
+    'random_keep_indices'
 ]

@@ -1,19 +1,14 @@
-"""Distributed helpers for losses whose statistics span the global batch.
+"""Differentiable collectives for losses whose statistics span ranks.
 
-Every helper is the identity (or a plain copy) when ``torch.distributed`` is
-not initialised or the world size is 1, so the same code runs in single-process
-training and tests.
+``mmengine.dist`` provides the no-gradient collectives (``all_reduce``,
+``all_gather``, ``get_world_size``); these two add the backward passes the
+global-batch losses need. Both are the identity (same tensor, same graph)
+when not distributed or with world size 1.
 """
 import torch
 import torch.distributed as dist
+from mmengine.dist import get_world_size
 from torch import Tensor
-
-
-def get_world_size() -> int:
-    """Return the number of processes, 1 when not running distributed."""
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_world_size()
-    return 1
 
 
 class _AllReduceMean(torch.autograd.Function):
@@ -33,7 +28,7 @@ class _AllReduceMean(torch.autograd.Function):
 
 
 def all_reduce_mean_with_grad(x: Tensor) -> Tensor:
-    """Average ``x`` over all ranks, differentiably.
+    """Average ``x`` over all ranks, differentiably (PMSN's p̄).
 
     Forward: ``y = (1 / W) * sum_r x_r`` (the same ``y`` on every rank).
 
@@ -47,8 +42,7 @@ def all_reduce_mean_with_grad(x: Tensor) -> Tensor:
     (The official MSN ``AllReduce`` back-propagates ``g_r`` unchanged, which
     agrees only when all ranks' incoming gradients are identical.)
 
-    With world size 1 this is the identity (same tensor, same graph). Assumes
-    every rank contributes a tensor of the same shape.
+    Assumes every rank contributes a tensor of the same shape.
 
     Args:
         x: Tensor of any shape, e.g. the per-rank mean probabilities (K,).
@@ -61,38 +55,44 @@ def all_reduce_mean_with_grad(x: Tensor) -> Tensor:
     return _AllReduceMean.apply(x)
 
 
-@torch.no_grad()
-def all_reduce_sum(x: Tensor) -> Tensor:
-    """Sum ``x`` over all ranks without gradient; returns a new tensor.
+class _AllGatherSumGrad(torch.autograd.Function):
+    """All-gather along dim 0; backward: all-reduce sum, keep own rows."""
 
-    Args:
-        x: Tensor of any shape (same shape on every rank).
+    @staticmethod
+    def forward(ctx, x: Tensor) -> Tensor:
+        x = x.contiguous()
+        gathered = [torch.empty_like(x) for _ in range(dist.get_world_size())]
+        dist.all_gather(gathered, x)
+        ctx.rows = x.shape[0]
+        return torch.cat(gathered, dim=0)
 
-    Returns:
-        Tensor of the same shape holding the sum over ranks (a copy of ``x``
-        when not distributed).
-    """
-    out = x.detach().clone().contiguous()
-    if get_world_size() > 1:
-        dist.all_reduce(out)
-    return out
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> Tensor:
+        grad = grad.contiguous().clone()
+        dist.all_reduce(grad)
+        start = dist.get_rank() * ctx.rows
+        return grad[start:start + ctx.rows]
 
 
-@torch.no_grad()
-def concat_all_gather(x: Tensor) -> Tensor:
-    """Concatenate ``x`` from all ranks along dim 0, without gradient.
+def all_gather_with_grad(x: Tensor) -> Tensor:
+    """Concatenate ``x`` from all ranks along dim 0, differentiably (VICReg's
+    global statistics; ``FullGatherLayer`` of facebookresearch/vicreg).
+
+    Forward: ``y = cat_r(x_r)``, rank ``r``'s rows at
+    ``[r * N:(r + 1) * N]`` (the same ``y`` on every rank).
+
+    Backward: rank ``r`` receives ``sum_s dL_s / dy[rows of r]``, the sum of
+    all ranks' incoming gradients on its rows. DDP averages parameter
+    gradients, i.e. optimises ``J = (1 / W) * sum_s L_s``; since
+    ``dJ / dx_r = (1 / W) * sum_s dL_s / dx_r``, summing here and averaging in
+    DDP gives the exact gradient of ``J`` (as the official VICReg does).
 
     Args:
         x: Tensor of shape (N, ...), the same shape on every rank.
 
     Returns:
-        Tensor of shape (W * N, ...), rank ``r``'s rows at
-        ``[r * N:(r + 1) * N]``.
+        Tensor of shape (W * N, ...).
     """
-    world_size = get_world_size()
-    if world_size == 1:
-        return x.detach().clone()
-    x = x.detach().contiguous()
-    gathered = [torch.empty_like(x) for _ in range(world_size)]
-    dist.all_gather(gathered, x)
-    return torch.cat(gathered, dim=0)
+    if get_world_size() == 1:
+        return x
+    return _AllGatherSumGrad.apply(x)

@@ -1,42 +1,23 @@
-"""MSN patch-drop for mmpretrain's ``VisionTransformer``.
-
-MSN masks the anchor views by dropping a random subset of patch tokens after
-the position embedding has been added, keeping the class token; the
-transformer then only attends over the kept tokens. mmpretrain's
-``VisionTransformer.forward`` has no such hook, so
-:func:`vit_forward_with_patch_drop` re-states that forward with the drop
-inserted.
-"""
+"""MSN patch-drop: keep the extra (class) tokens and a random subset of the
+patch tokens, after the position embedding (pure functions and a thin
+module, as timm's ``PatchDropout``)."""
 import math
-from typing import Optional, Tuple
+from typing import Optional
 
 import torch
-from mmpretrain.models.backbones import VisionTransformer
-from mmpretrain.models.utils import resize_pos_embed
 from torch import Tensor, nn
 
-SUPPORTED_BACKBONES = (
-    "mmpretrain VisionTransformer and subclasses that keep its forward "
-    "(e.g. MoCoV3ViT)")
 
-
-def supports_patch_drop(backbone: nn.Module) -> bool:
-    """Whether :func:`vit_forward_with_patch_drop` can run ``backbone``.
-
-    True for mmpretrain's ``VisionTransformer`` and subclasses that do not
-    override ``forward`` and have at most one extra (class) token, i.e. that
-    keep its token layout. False for e.g. ResNet, timm models, DeiT (two extra
-    tokens), DeiT3 and MAEViT (own forward).
+def check_mask_ratio(mask_ratio: float) -> float:
+    """Return ``mask_ratio`` as a float; raise unless it is in [0, 1).
 
     Args:
-        backbone: The backbone module (not a DDP wrapper).
-
-    Returns:
-        bool.
+        mask_ratio: Fraction of patch tokens to drop.
     """
-    return (isinstance(backbone, VisionTransformer)
-            and type(backbone).forward is VisionTransformer.forward
-            and backbone.num_extra_tokens <= 1)
+    if isinstance(mask_ratio, bool) or not (isinstance(
+            mask_ratio, (int, float)) and 0 <= mask_ratio < 1):
+        raise ValueError(f'mask_ratio must be in [0, 1) but is {mask_ratio}.')
+    return float(mask_ratio)
 
 
 def num_kept_tokens(num_patches: int, mask_ratio: float) -> int:
@@ -104,107 +85,44 @@ def drop_patch_tokens(tokens: Tensor,
     return torch.cat([extra, kept], dim=1)
 
 
-def _check_mask_ratio(mask_ratio: float) -> None:
-    if not (isinstance(mask_ratio, (int, float)) and 0 <= mask_ratio < 1):
-        raise ValueError(f'mask_ratio must be in [0, 1) but is {mask_ratio}.')
+class PatchDrop(nn.Module):
+    """Token-dropping layer of :class:`~pmsn_mm.models.backbones.MSNViT`.
 
-
-def vit_forward_with_patch_drop(
-        vit: VisionTransformer,
-        x: Tensor,
-        mask_ratio: float,
-        generator: Optional[torch.Generator] = None) -> Tuple[Tensor, ...]:
-    """``VisionTransformer.forward`` with MSN patch-drop after ``pos_embed``.
-
-    Follows mmpretrain 1.2.0's ``VisionTransformer.forward`` step by step:
-    patch_embed -> prepend cls token -> add resized pos_embed ->
-    drop_after_pos -> **keep the cls token and** ``floor(N * (1 -
-    mask_ratio))`` **random patch tokens per sample** -> pre_norm -> layers
-    (final norm after the last) -> ``_format_output`` for every index in
-    ``out_indices``. With ``mask_ratio == 0`` nothing is dropped and no random
-    numbers are drawn, so the output equals ``vit(x)`` exactly.
+    Identity while ``mask_ratio == 0`` (no random numbers drawn); otherwise
+    :func:`drop_patch_tokens` with ``floor(N * (1 - mask_ratio))`` kept
+    patches. The backbone sets ``mask_ratio`` (and ``generator``) for the
+    duration of one forward. No parameters or buffers.
 
     Args:
-        vit: A backbone for which :func:`supports_patch_drop` is True.
-        x: Images, Tensor of shape (B, 3, H, W).
-        mask_ratio: Fraction of patch tokens to drop, in [0, 1).
-        generator: Optional ``torch.Generator`` on ``x.device``.
-
-    Returns:
-        Tuple of features, one per ``vit.out_indices``, shaped as
-        ``vit.out_type`` prescribes ((B, C) for 'cls_token' and
-        'avg_featmap', (B, 1 + num_keep, C) for 'raw').
-
-    Raises:
-        ValueError: If ``mask_ratio`` is outside [0, 1), keeps no patch, is
-            > 0 for an unsupported backbone, or is > 0 with
-            ``out_type='featmap'`` (dropped tokens cannot form a map).
+        num_extra_tokens: Leading tokens that are always kept (the class
+            token), >= 0.
     """
-    _check_mask_ratio(mask_ratio)
-    if not supports_patch_drop(vit):
-        raise ValueError(
-            f'mask_ratio={mask_ratio} (patch-drop) needs one of '
-            f'{SUPPORTED_BACKBONES}, but got {type(vit).__name__}.')
-    if mask_ratio > 0 and vit.out_type == 'featmap':
-        raise ValueError(
-            f'mask_ratio={mask_ratio} (patch-drop) cannot be used with '
-            "out_type='featmap'; use 'cls_token', 'avg_featmap' or 'raw'.")
 
-    batch_size = x.shape[0]
-    x, patch_resolution = vit.patch_embed(x)
-    if vit.cls_token is not None:
-        cls_token = vit.cls_token.expand(batch_size, -1, -1)
-        x = torch.cat((cls_token, x), dim=1)
-    x = x + resize_pos_embed(
-        vit.pos_embed,
-        vit.patch_resolution,
-        patch_resolution,
-        mode=vit.interpolate_mode,
-        num_extra_tokens=vit.num_extra_tokens)
-    x = vit.drop_after_pos(x)
+    def __init__(self, num_extra_tokens: int = 1) -> None:
+        super().__init__()
+        self.num_extra_tokens = num_extra_tokens
+        self.mask_ratio = 0.0
+        self.generator: Optional[torch.Generator] = None
 
-    if mask_ratio > 0:
-        num_patches = x.shape[1] - vit.num_extra_tokens
-        num_keep = num_kept_tokens(num_patches, mask_ratio)
+    def forward(self, tokens: Tensor) -> Tensor:
+        """Drop patch tokens.
+
+        Args:
+            tokens: Tensor of shape (B, num_extra_tokens + N, C).
+
+        Returns:
+            Tensor of shape (B, num_extra_tokens + num_keep, C).
+        """
+        if self.mask_ratio == 0:
+            return tokens
+        num_patches = tokens.shape[1] - self.num_extra_tokens
+        num_keep = num_kept_tokens(num_patches, self.mask_ratio)
         if num_keep < 1:
             raise ValueError(
-                f'mask_ratio={mask_ratio} keeps no patch token out of '
+                f'mask_ratio={self.mask_ratio} keeps no patch token out of '
                 f'{num_patches}; use a smaller mask_ratio.')
-        x = drop_patch_tokens(x, num_keep, vit.num_extra_tokens, generator)
+        return drop_patch_tokens(tokens, num_keep, self.num_extra_tokens,
+                                 self.generator)
 
-    x = vit.pre_norm(x)
-    outs = []
-    for i, layer in enumerate(vit.layers):
-        x = layer(x)
-        if i == len(vit.layers) - 1 and vit.final_norm:
-            x = vit.ln1(x)
-        if i in vit.out_indices:
-            outs.append(vit._format_output(x, patch_resolution))
-    return tuple(outs)
-
-
-def forward_with_patch_drop(
-        backbone: nn.Module,
-        x: Tensor,
-        mask_ratio: float,
-        generator: Optional[torch.Generator] = None) -> Tuple[Tensor, ...]:
-    """Run any backbone; apply patch-drop only when ``mask_ratio > 0``.
-
-    Args:
-        backbone: Any mmpretrain backbone; must satisfy
-            :func:`supports_patch_drop` when ``mask_ratio > 0``.
-        x: Images, Tensor of shape (B, 3, H, W).
-        mask_ratio: Fraction of patch tokens to drop, in [0, 1).
-        generator: Optional ``torch.Generator`` on ``x.device``.
-
-    Returns:
-        The backbone's output tuple.
-
-    Raises:
-        ValueError: If ``mask_ratio > 0`` and the backbone is unsupported,
-            or ``mask_ratio`` is outside [0, 1).
-    """
-    _check_mask_ratio(mask_ratio)
-    if mask_ratio == 0:
-        return backbone(x)
-    return vit_forward_with_patch_drop(backbone, x, mask_ratio, generator)
+    def extra_repr(self) -> str:
+        return f'num_extra_tokens={self.num_extra_tokens}'

@@ -3,9 +3,8 @@ towards a non-uniform cluster prior."""
 from typing import Optional
 
 import torch
+from mmengine.dist import all_reduce, get_world_size
 from torch import Tensor
-
-from .dist import all_reduce_sum, get_world_size
 
 # How far the sum of ``col_marginal`` may be from 1 (float32 round-off of a
 # normalised prior with thousands of entries stays far below this).
@@ -110,11 +109,14 @@ def distributed_sinkhorn(probs: Tensor,
         marginal = col_marginal.detach().to(device=q.device, dtype=q.dtype)
         marginal = (marginal / marginal.sum()).unsqueeze(1)  # (K, 1)
 
-    q /= all_reduce_sum(q.sum())
+    total = q.sum()
+    all_reduce(total, op='sum')
+    q /= total
     for it in range(num_iters):
         # Each prototype gets total mass col_marginal[k] (1 / K) over the
         # global batch.
-        proto_mass = all_reduce_sum(q.sum(dim=1, keepdim=True))
+        proto_mass = q.sum(dim=1, keepdim=True)
+        all_reduce(proto_mass, op='sum')
         if it == 0:
             _check_proto_mass(proto_mass)
         q /= proto_mass

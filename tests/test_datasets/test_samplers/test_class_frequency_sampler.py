@@ -13,7 +13,7 @@ from pmsn_mm.datasets.samplers import (ClassFrequencySampler,
                                        frequency_epoch_indices)
 from pmsn_mm.datasets.samplers.utils import make_rng
 
-DIST_INFO = 'pmsn_mm.datasets.samplers.class_frequency_sampler.get_dist_info'
+DIST_INFO = 'pmsn_mm.datasets.samplers.class_aware_sampler.get_dist_info'
 COUNTS = np.array([1, 4, 9, 25, 64, 150])
 
 

@@ -18,7 +18,7 @@ from pmsn_mm.datasets.samplers import (ClassStratifiedSampler,
                                        stratified_epoch_indices)
 from tests._dist import free_port
 
-DIST_INFO = 'pmsn_mm.datasets.samplers.class_stratified_sampler.get_dist_info'
+DIST_INFO = 'pmsn_mm.datasets.samplers.class_aware_sampler.get_dist_info'
 
 
 class FakeDataset:
@@ -467,3 +467,80 @@ def test_iteration_based_loop_wrapper():
     check_global_batches(batches, labels, 4)
     first, second = batches[:per_epoch], batches[per_epoch:2 * per_epoch]
     assert not all(np.array_equal(a, b) for a, b in zip(first, second))
+
+
+# ------------------------------------------- as mmengine's batch_sampler
+def test_batch_sampler_from_a_config_states_batch_size_once():
+    """Runner.build_dataloader passes the dataloader's batch_size to the
+    batch sampler; the batches are the sampler form's, epoch by epoch."""
+    init_default_scope('mmpretrain')
+    labels = uneven_labels(3)
+    loader = Runner.build_dataloader(
+        dict(batch_size=16,
+             num_workers=0,
+             dataset=FakeDataset(labels),
+             sampler=dict(type='DefaultSampler', shuffle=True, seed=7),
+             batch_sampler=dict(type='ClassStratifiedBatchSampler',
+                                classes_per_batch=4),
+             collate_fn=dict(type='default_collate')))
+    batch_sampler = loader.batch_sampler
+    assert type(batch_sampler).__name__ == 'ClassStratifiedBatchSampler'
+    reference = make(labels, classes_per_batch=4, batch_size=16)
+    epochs = []
+    for epoch in (0, 1):
+        batch_sampler.sampler.set_epoch(epoch)  # as mmengine's loops do
+        reference.set_epoch(epoch)
+        batches = [b.numpy() for b in loader]
+        assert len(batches) == len(loader) == reference.num_batches
+        np.testing.assert_array_equal(
+            batches, np.reshape(list(reference), (-1, 16)))
+        check_global_batches(batches, labels, 4)
+        epochs.append(batches)
+    assert not np.array_equal(epochs[0], epochs[1])
+
+
+@pytest.mark.parametrize('world', [2, 3])
+def test_batch_sampler_ranks_take_their_slice(world):
+    labels = uneven_labels(4)
+    per_rank = []
+    for rank in range(world):
+        with mock.patch(DIST_INFO, return_value=(rank, world)), \
+                mock.patch('mmengine.dataset.sampler.get_dist_info',
+                           return_value=(rank, world)):
+            sampler = DefaultSampler(FakeDataset(labels), seed=5)
+            batch_sampler = DATA_SAMPLERS.build(
+                dict(type='ClassStratifiedBatchSampler',
+                     classes_per_batch=2),
+                default_args=dict(sampler=sampler, batch_size=6))
+        sampler.set_epoch(2)
+        per_rank.append(np.asarray(list(batch_sampler)))
+        assert len(batch_sampler) == per_rank[-1].shape[0]
+    check_global_batches(np.concatenate(per_rank, axis=1), labels, 2)
+
+
+def test_batch_sampler_needs_a_sampler_with_a_dataset():
+    with pytest.raises(ValueError, match='needs a sampler with a dataset'):
+        DATA_SAMPLERS.build(
+            dict(type='ClassStratifiedBatchSampler', classes_per_batch=2),
+            default_args=dict(sampler=[0, 1, 2], batch_size=2))
+
+
+def test_batch_sampler_in_the_iteration_based_loop():
+    from mmengine.runner.loops import _InfiniteDataloaderIterator
+    init_default_scope('mmpretrain')
+    labels = uneven_labels(8)
+    loader = Runner.build_dataloader(
+        dict(batch_size=16, num_workers=0, dataset=FakeDataset(labels),
+             sampler=dict(type='DefaultSampler', shuffle=True, seed=1),
+             batch_sampler=dict(type='ClassStratifiedBatchSampler',
+                                classes_per_batch=2),
+             collate_fn=dict(type='default_collate')))
+    per_epoch = len(loader)
+    infinite = _InfiniteDataloaderIterator(loader)
+    batches = [next(infinite).numpy() for _ in range(2 * per_epoch + 1)]
+    # mmengine calls batch_sampler.sampler.set_epoch at every wrap-around
+    assert loader.batch_sampler.sampler.epoch == 2
+    check_global_batches(batches, labels, 2)
+    assert not all(
+        np.array_equal(a, b)
+        for a, b in zip(batches[:per_epoch], batches[per_epoch:]))

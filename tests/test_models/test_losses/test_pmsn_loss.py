@@ -6,10 +6,11 @@ import torch
 import torch.nn.functional as F
 from mmpretrain.registry import MODELS
 
-from pmsn_mm.models.losses import (PMSNLoss, kl_divergence,
-                                   prototype_log_probabilities, sharpen)
+from pmsn_mm.models.heads import PMSNHead, prototype_log_probabilities
+from pmsn_mm.models.losses import PMSNLoss, kl_divergence, sharpen
 from pmsn_mm.models.priors import PowerLawPrior, UniformPrior
 from pmsn_mm.models.utils import distributed_sinkhorn
+from tests._pmsn import pmsn_head
 
 
 def official_msn_loss(anchors,
@@ -85,11 +86,12 @@ def _inputs(batch_size=6,
 @pytest.mark.parametrize('use_sinkhorn', [False, True])
 def test_uniform_prior_equals_official_msn(num_views, smoothing, use_sinkhorn):
     anchors, targets, prototypes = _inputs(num_views=num_views)
-    loss = PMSNLoss(
+    head = pmsn_head(
+        prototypes,
         label_smoothing=smoothing,
         use_sinkhorn=use_sinkhorn,
         entropy_weight=0.3)
-    out = loss(anchors, targets, prototypes)
+    out = head.loss(anchors, targets)
     ce, me_max, ent, target_probs = official_msn_loss(
         anchors,
         targets,
@@ -113,8 +115,7 @@ def test_uniform_prior_equals_official_msn(num_views, smoothing, use_sinkhorn):
 
 def test_loss_keys_and_detached_stats():
     anchors, targets, prototypes = _inputs(dtype=torch.float32)
-    prototypes.requires_grad_(True)
-    out = PMSNLoss()(anchors, targets, prototypes)
+    out = pmsn_head(prototypes).loss(anchors, targets)
     assert set(out) == {
         'loss_ce', 'loss_prior', 'prior_kl', 'mean_probs_entropy',
         'num_prototypes_used', 'max_target_prob'
@@ -127,7 +128,7 @@ def test_loss_keys_and_detached_stats():
 
 def test_mean_probs_entropy_and_prior_weight():
     anchors, targets, prototypes = _inputs(num_views=2)
-    out = PMSNLoss(prior_weight=2.5)(anchors, targets, prototypes)
+    out = pmsn_head(prototypes, prior_weight=2.5).loss(anchors, targets)
     probs = F.softmax(
         F.normalize(anchors) @ F.normalize(prototypes).T / 0.1, dim=1)
     mean_probs = probs.mean(dim=0)
@@ -166,11 +167,12 @@ def test_loss_prior_kl_hand_computed(direction):
         expected = sum(a * math.log(a / b) for a, b in zip(p_mean, q))
     else:
         expected = sum(b * math.log(b / a) for a, b in zip(p_mean, q))
-    loss = PMSNLoss(
+    head = pmsn_head(
+        prototypes,
         prior=dict(type='PowerLawPrior', tau=0.5),
         kl_direction=direction,
         prior_weight=0.5)
-    out = loss(anchors, targets, prototypes)
+    out = head.loss(anchors, targets)
     assert out['prior_kl'].item() == pytest.approx(expected, abs=1e-12)
     assert out['loss_prior'].item() == pytest.approx(0.5 * expected, abs=1e-12)
 
@@ -183,41 +185,45 @@ def test_empty_prototypes_finite_loss_and_grads(direction, smoothing):
     anchors = torch.tensor([[1.0, 0.0, 0.0]] * 4, requires_grad=True)
     targets = torch.tensor([[1.0, 0.0, 0.0]] * 2)
     prototypes = torch.tensor(
-        [[1.0, 0.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],
-        requires_grad=True)
-    probs = F.softmax(anchors.detach() @ prototypes.detach().T / 0.01, dim=1)
+        [[1.0, 0.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    probs = F.softmax(anchors.detach() @ prototypes.T / 0.01, dim=1)
     if smoothing == 0.0:
         assert probs.mean(dim=0)[1].item() == 0.0  # really empty
-    loss = PMSNLoss(
+    head = pmsn_head(
+        prototypes,
         temperature=0.01,
         label_smoothing=smoothing,
         kl_direction=direction,
         entropy_weight=1.0,
         prior=dict(type='PowerLawPrior', tau=1.0))
-    out = loss(anchors, targets, prototypes)
+    out = head.loss(anchors, targets)
     for value in out.values():
         assert torch.isfinite(value)
     sum(v for k, v in out.items() if 'loss' in k).backward()
     assert torch.isfinite(anchors.grad).all()
-    assert torch.isfinite(prototypes.grad).all()
+    assert torch.isfinite(head.prototypes.grad).all()
 
 
 def test_prior_module_or_config():
     anchors, targets, prototypes = _inputs()
-    from_cfg = PMSNLoss(prior=dict(type='PowerLawPrior', tau=0.25))
-    built = PMSNLoss(prior=PowerLawPrior(0.25))
-    assert isinstance(PMSNLoss().prior, UniformPrior)
+    from_cfg = pmsn_head(prototypes,
+                         prior=dict(type='PowerLawPrior', tau=0.25))
+    built = pmsn_head(prototypes, prior=PowerLawPrior(0.25))
+    assert isinstance(PMSNHead(5, 8).prior, UniformPrior)
     torch.testing.assert_close(
-        from_cfg(anchors, targets, prototypes)['loss_prior'],
-        built(anchors, targets, prototypes)['loss_prior'])
+        from_cfg.loss(anchors, targets)['loss_prior'],
+        built.loss(anchors, targets)['loss_prior'])
 
 
 def test_built_from_registry():
-    loss = MODELS.build(dict(type='PMSNLoss', temperature=0.2))
-    assert isinstance(loss, PMSNLoss) and loss.temperature == 0.2
+    loss = MODELS.build(dict(type='PMSNLoss', sharpen_temperature=0.2))
+    assert isinstance(loss, PMSNLoss) and loss.sharpen_temperature == 0.2
+    head = MODELS.build(dict(type='PMSNHead', num_prototypes=3,
+                             in_channels=4, temperature=0.2))
+    assert isinstance(head, PMSNHead) and head.temperature == 0.2
 
 
-def test_sharpen_equals_official_and_setter():
+def test_sharpen_equals_official_and_sharpen_temperature():
     gen = torch.Generator().manual_seed(1)
     probs = F.softmax(
         torch.randn(4, 6, generator=gen, dtype=torch.float64), dim=1)
@@ -225,51 +231,35 @@ def test_sharpen_equals_official_and_setter():
     torch.testing.assert_close(sharpen(probs, 0.25), official)
 
     anchors, targets, prototypes = _inputs()
-    loss = PMSNLoss()
-    loss.set_sharpen_temperature(0.5)
-    assert loss.sharpen_temperature == 0.5
+    head = pmsn_head(prototypes, sharpen_temperature=0.5)
+    assert head.loss_module.sharpen_temperature == 0.5
     ce, *_ = official_msn_loss(anchors, targets, prototypes, 1, T=0.5)
-    torch.testing.assert_close(
-        loss(anchors, targets, prototypes)['loss_ce'], ce)
+    torch.testing.assert_close(head.loss(anchors, targets)['loss_ce'], ce)
 
 
 def test_prior_length_mismatch_raises_in_forward():
     anchors, targets, prototypes = _inputs(num_protos=5)
-    loss = PMSNLoss(prior=dict(type='ClassPrior', counts=[1, 2, 3]))
+    head = pmsn_head(prototypes, prior=dict(type='ClassPrior',
+                                            counts=[1, 2, 3]))
     with pytest.raises(ValueError, match='num_prototypes=5'):
-        loss(anchors, targets, prototypes)
+        head.loss(anchors, targets)
 
 
 def test_half_precision_inputs_are_upcast():
     anchors, targets, prototypes = _inputs(dtype=torch.float32)
-    out16 = PMSNLoss()(anchors.bfloat16(), targets.bfloat16(),
-                       prototypes.bfloat16())
+    head = pmsn_head(prototypes.bfloat16())
+    out16 = head.loss(anchors.bfloat16(), targets.bfloat16())
     assert out16['loss_ce'].dtype == torch.float32
 
 
 # --- validation: one test per check -------------------------------------
 
 
-@pytest.mark.parametrize('value', [0.0, -0.1, float('nan'), float('inf')])
-def test_invalid_temperature(value):
-    with pytest.raises(ValueError, match=r'temperature must be in \(0, inf\)'):
-        PMSNLoss(temperature=value)
-
-
-@pytest.mark.parametrize('value', [0.0, -1.0])
+@pytest.mark.parametrize('value', [0.0, -1.0, -0.25, float('nan')])
 def test_invalid_sharpen_temperature(value):
     with pytest.raises(
             ValueError, match=r'sharpen_temperature must be in \(0, inf\)'):
         PMSNLoss(sharpen_temperature=value)
-
-
-@pytest.mark.parametrize('value', [0.0, -0.25, float('nan')])
-def test_invalid_set_sharpen_temperature(value):
-    loss = PMSNLoss()
-    with pytest.raises(
-            ValueError, match=r'sharpen_temperature must be in \(0, inf\)'):
-        loss.set_sharpen_temperature(value)
-    assert loss.sharpen_temperature == 0.25
 
 
 @pytest.mark.parametrize('value', [-1.0, float('inf')])
@@ -277,13 +267,6 @@ def test_invalid_prior_weight(value):
     with pytest.raises(
             ValueError, match=r'prior_weight must be in \[0, inf\)'):
         PMSNLoss(prior_weight=value)
-
-
-@pytest.mark.parametrize('value', [-0.1, 1.0])
-def test_invalid_label_smoothing(value):
-    with pytest.raises(
-            ValueError, match=r'label_smoothing must be in \[0, 1\)'):
-        PMSNLoss(label_smoothing=value)
 
 
 def test_invalid_kl_direction():
@@ -312,20 +295,32 @@ def test_anchor_rows_not_multiple_of_target_rows():
             ValueError,
             match=r'positive multiple.*anchors \(4, 8\), '
             r'targets \(3, 8\)'):
-        PMSNLoss()(anchors, targets[:3], prototypes)
+        pmsn_head(prototypes).loss(anchors, targets[:3])
 
 
 def test_feature_dim_mismatch():
     anchors, targets, prototypes = _inputs()
     with pytest.raises(
             ValueError, match=r'same feature dim D.*prototypes \(5, 7\)'):
-        PMSNLoss()(anchors, targets, prototypes[:, :7])
+        pmsn_head(prototypes[:, :7]).loss(anchors, targets)
 
 
 def test_inputs_must_be_2d():
     anchors, targets, prototypes = _inputs()
     with pytest.raises(ValueError, match=r'must be 2-D.*anchors \(1, 6, 8\)'):
-        PMSNLoss()(anchors[None], targets, prototypes)
+        pmsn_head(prototypes).loss(anchors[None], targets)
+
+
+def test_loss_checks_probability_shapes():
+    log_probs = torch.randn(6, 5).log_softmax(dim=1)
+    targets = torch.randn(3, 5).softmax(dim=1)
+    prior = UniformPrior()
+    with pytest.raises(ValueError, match=r'must be 2-D.*\(1, 6, 5\)'):
+        PMSNLoss()(log_probs[None], targets, prior)
+    with pytest.raises(ValueError, match=r'positive multiple.*\(4, 5\)'):
+        PMSNLoss()(log_probs, targets[:1].repeat(4, 1), prior)
+    with pytest.raises(ValueError, match=r'same number of prototypes K'):
+        PMSNLoss()(log_probs, targets[:, :4], prior)
 
 
 # --- Sinkhorn towards the prior, priors learned from usage ---------------
@@ -360,9 +355,10 @@ def _targets_and_ce(anchors, targets, prototypes, num_views, codes_fn):
 def test_sinkhorn_uses_the_power_law_prior(num_iters):
     anchors, targets, prototypes = _inputs(batch_size=10, num_views=2)
     prior = PowerLawPrior(0.8)(5, torch.float64)
-    loss = PMSNLoss(use_sinkhorn=True, sinkhorn_iterations=num_iters,
-                    prior=dict(type='PowerLawPrior', tau=0.8))
-    out = loss(anchors, targets, prototypes)
+    head = pmsn_head(prototypes, use_sinkhorn=True,
+                     sinkhorn_iterations=num_iters,
+                     prior=dict(type='PowerLawPrior', tau=0.8))
+    out = head.loss(anchors, targets)
     _, codes, ce = _targets_and_ce(
         anchors, targets, prototypes, 2,
         lambda q: prior_sinkhorn(q, prior, num_iters))
@@ -386,10 +382,10 @@ def test_uniform_prior_sinkhorn_is_bitwise_msn_sinkhorn(prior):
     """Any prior with equal entries runs the uniform Sinkhorn: the loss is
     bit for bit the computation before priors reached Sinkhorn."""
     anchors, targets, prototypes = _inputs(num_views=2, dtype=torch.float32)
-    loss = PMSNLoss(use_sinkhorn=True, prior=prior)
-    assert loss.sinkhorn_marginal(loss.prior_probs(
-        5, torch.device('cpu'), torch.float32)) is None
-    out = loss(anchors, targets, prototypes)
+    head = pmsn_head(prototypes, use_sinkhorn=True, prior=prior)
+    assert head.prior.sinkhorn_marginal(head.prior_probs(
+        torch.device('cpu'), torch.float32)) is None
+    out = head.loss(anchors, targets)
     codes = distributed_sinkhorn(
         sharpen(prototype_log_probabilities(targets, prototypes, 0.1).exp(),
                 0.25), 3)
@@ -400,7 +396,8 @@ def test_uniform_prior_sinkhorn_is_bitwise_msn_sinkhorn(prior):
 
 def test_adaptive_prior_learns_from_pre_sinkhorn_target_usage():
     anchors, targets, prototypes = _inputs(batch_size=8, num_views=2)
-    loss = PMSNLoss(
+    head = pmsn_head(
+        prototypes,
         use_sinkhorn=True,
         prior_weight=2.0,
         prior=dict(type='AdaptivePowerLawPrior', num_prototypes=5,
@@ -409,13 +406,13 @@ def test_adaptive_prior_learns_from_pre_sinkhorn_target_usage():
                                   lambda q: q)
     prior_before = PowerLawPrior(0.4)(5, torch.float64)
     # eval mode: the prior is used, not updated
-    loss.eval()
-    out = loss(anchors, targets, prototypes)
-    assert loss.prior.num_updates.item() == 0
+    head.eval()
+    out = head.loss(anchors, targets)
+    assert head.prior.num_updates.item() == 0
     assert out['prior_tau'].item() == pytest.approx(0.4)
     # train mode: this step uses tau_init, then learns from the usage
-    loss.train()
-    out = loss(anchors, targets, prototypes)
+    head.train()
+    out = head.loss(anchors, targets)
     probs = F.softmax(
         F.normalize(anchors) @ F.normalize(prototypes).T / 0.1, dim=1)
     torch.testing.assert_close(
@@ -425,7 +422,7 @@ def test_adaptive_prior_learns_from_pre_sinkhorn_target_usage():
         lambda q: prior_sinkhorn(q, prior_before, 3))
     torch.testing.assert_close(out['loss_ce'], ce)
     usage = sharp.mean(dim=0)  # before Sinkhorn
-    torch.testing.assert_close(loss.prior.usage_ema, 0.5 * usage)
+    torch.testing.assert_close(head.prior.usage_ema, 0.5 * usage)
     slope = np.polyfit(np.log(np.arange(1, 6)),
                        np.log(np.sort(usage.numpy())[::-1]), 1)[0]
     assert out['prior_tau_fit'].item() == pytest.approx(-slope, abs=1e-10)
@@ -433,29 +430,29 @@ def test_adaptive_prior_learns_from_pre_sinkhorn_target_usage():
         min(max(-slope, 0.0), 1.0), abs=1e-10)
     assert not out['prior_tau'].requires_grad
     # the next step uses the updated prior, uncached
-    prior_now = loss.prior_probs(5, torch.device('cpu'), torch.float64)
+    prior_now = head.prior_probs(torch.device('cpu'), torch.float64)
     torch.testing.assert_close(
         prior_now, PowerLawPrior(out['prior_tau'].item())(5, torch.float64))
 
 
 def test_adaptive_prior_needs_matching_num_prototypes():
     anchors, targets, prototypes = _inputs(num_protos=5)
-    loss = PMSNLoss(prior=dict(type='AdaptivePowerLawPrior',
-                               num_prototypes=6))
+    head = pmsn_head(prototypes, prior=dict(type='AdaptivePowerLawPrior',
+                                            num_prototypes=6))
     with pytest.raises(ValueError, match='num_prototypes=6 but is asked for '
                        '5 prototypes'):
-        loss(anchors, targets, prototypes)
+        head.loss(anchors, targets)
 
 
 def test_adaptive_prior_can_learn_from_anchor_usage():
     anchors, targets, prototypes = _inputs(batch_size=8, num_views=2)
-    loss = PMSNLoss(prior_usage='anchors',
-                    prior=dict(type='AdaptivePowerLawPrior',
-                               num_prototypes=5, momentum=0.0))
-    out = loss(anchors, targets, prototypes)
+    head = pmsn_head(prototypes, prior_usage='anchors',
+                     prior=dict(type='AdaptivePowerLawPrior',
+                                num_prototypes=5, momentum=0.0))
+    out = head.loss(anchors, targets)
     probs = F.softmax(
         F.normalize(anchors) @ F.normalize(prototypes).T / 0.1, dim=1)
-    torch.testing.assert_close(loss.prior.usage_ema, probs.mean(dim=0))
+    torch.testing.assert_close(head.prior.usage_ema, probs.mean(dim=0))
     slope = np.polyfit(np.log(np.arange(1, 6)),
                        np.log(np.sort(probs.mean(dim=0).numpy())[::-1]), 1)[0]
     assert out['prior_tau_fit'].item() == pytest.approx(-slope, abs=1e-10)

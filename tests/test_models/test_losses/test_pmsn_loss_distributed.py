@@ -1,14 +1,16 @@
-"""PMSNLoss with 2 real gloo processes equals 1 process on the whole batch."""
+"""PMSNLoss (through PMSNHead) with 2 real gloo processes equals 1 process
+on the whole batch."""
 import os
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from pmsn_mm.models.losses import PMSNLoss, prototype_log_probabilities
+from pmsn_mm.models.heads import prototype_log_probabilities
 from pmsn_mm.models.utils import (all_reduce_mean_with_grad,
                                   distributed_sinkhorn)
 from tests._dist import free_port
+from tests._pmsn import pmsn_head
 
 WORLD_SIZE = 2
 LOCAL_BATCH = 4
@@ -51,11 +53,11 @@ def _local_rows(rank):
 
 def _run(anchors, targets, prototypes, cfg):
     anchors = anchors.clone().requires_grad_(True)
-    prototypes = prototypes.clone().requires_grad_(True)
-    out = PMSNLoss(**cfg)(anchors, targets, prototypes)
+    head = pmsn_head(prototypes, **cfg)
+    out = head.loss(anchors, targets)
     sum(v for k, v in out.items() if 'loss' in k).backward()
     out = {k: v.detach() for k, v in out.items()}
-    return out, anchors.grad, prototypes.grad
+    return out, anchors.grad, head.prototypes.grad
 
 
 def _worker(rank, port, out_dir):

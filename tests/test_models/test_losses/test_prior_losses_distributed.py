@@ -9,8 +9,9 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 
-from pmsn_mm.models.losses import PMSNLoss, PSwAVLoss
+from pmsn_mm.models.losses import PSwAVLoss
 from tests._dist import free_port
+from tests._pmsn import pmsn_head, set_prototypes
 
 WORLD_SIZE = 2
 LOCAL_BATCH = 4
@@ -55,16 +56,16 @@ def _local_rows(rank):
 
 
 def _run_pmsn(anchors, targets, prototypes, cfg):
-    loss = PMSNLoss(**cfg)
+    head = pmsn_head(prototypes, **cfg)
     outs, grads = [], []
     for _ in range(STEPS):
         a = anchors.clone().requires_grad_(True)
-        p = prototypes.clone().requires_grad_(True)
-        out = loss(a, targets, p)
+        set_prototypes(head, prototypes)
+        out = head.loss(a, targets)
         sum(v for k, v in out.items() if 'loss' in k).backward()
         outs.append({k: v.detach() for k, v in out.items()})
-        grads.append(p.grad)
-    return outs, grads, loss.prior.state_dict()
+        grads.append(head.prototypes.grad)
+    return outs, grads, head.prior.state_dict()
 
 
 def _run_pswav(x, prototypes, cfg):

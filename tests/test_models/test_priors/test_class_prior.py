@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 import torch
 from mmpretrain.registry import MODELS
+from torch.utils.data import ConcatDataset, Subset
 
 from pmsn_mm.models.priors import ClassPrior
 
@@ -12,6 +13,9 @@ class _FakeDataset:
     def __init__(self, labels, classes=None):
         self.labels = labels
         self.CLASSES = classes
+
+    def __len__(self):
+        return len(self.labels)
 
     def get_gt_labels(self):
         return np.asarray(self.labels)
@@ -78,6 +82,20 @@ def test_class_prior_dataset_without_labels_api():
             ValueError, match='ClassPrior dataset must have '
             'get_gt_labels'):
         ClassPrior(dataset=object())
+
+
+def test_class_prior_reads_wrapped_datasets():
+    # the samplers' label lookup: wrappers are unwrapped, no sample loaded
+    labels = [0, 2, 2, 1]
+    subset = Subset(_FakeDataset(labels), [0, 1, 2, 3, 3])  # 0 2 2 1 1
+    prior = ClassPrior(dataset=ConcatDataset([subset, _FakeDataset([0])]))
+    torch.testing.assert_close(
+        prior(3, torch.float64),
+        torch.tensor([2 / 6, 2 / 6, 2 / 6], dtype=torch.float64))
+    prior = ClassPrior(dataset=subset)
+    torch.testing.assert_close(
+        prior(3, torch.float64),
+        torch.tensor([1 / 5, 2 / 5, 2 / 5], dtype=torch.float64))
 
 
 def test_class_prior_negative_labels():

@@ -150,7 +150,7 @@ def test_corrupt_file_through_train_py(tmp_path):
         train.main([
             write_config(tmp_path, TINY_PMSN), '--work-dir',
             str(tmp_path / 'work'), '--cfg-options',
-            'model.head.loss.prior.type=FilePrior',
-            f'model.head.loss.prior.path={path}',
+            'model.head.prior.type=FilePrior',
+            f'model.head.prior.path={path}',
             'experiment_name=corrupt-prior'
         ])

@@ -87,3 +87,23 @@ def test_validate_prior_values_messages():
         validate_prior_values([], 'my setting')
     with pytest.raises(ValueError, match='my setting must be a 1-D sequence'):
         validate_prior_values(['a', 'b'], 'my setting')
+
+
+def test_probs_cached_for_fixed_priors_and_sinkhorn_marginal():
+    from pmsn_mm.models.priors import AdaptivePowerLawPrior
+    power = PowerLawPrior(1.0)
+    probs = power.probs(3, torch.device('cpu'), torch.float64)
+    torch.testing.assert_close(
+        probs, torch.tensor([6 / 11, 3 / 11, 2 / 11], dtype=torch.float64))
+    assert power.probs(3, torch.device('cpu'), torch.float64) is probs
+    assert power.probs(3).dtype == torch.float32
+    assert power.sinkhorn_marginal(probs) is probs
+    uniform = UniformPrior()
+    assert uniform.sinkhorn_marginal(uniform.probs(4)) is None
+    # a learned prior is recomputed from its state and always passed on
+    learned = AdaptivePowerLawPrior(num_prototypes=3)
+    flat = learned.probs(3, dtype=torch.float64)
+    assert learned.sinkhorn_marginal(flat) is flat
+    learned.tau.fill_(1.0)
+    torch.testing.assert_close(learned.probs(3, dtype=torch.float64), probs)
+    assert 'tau' in learned.state_dict() and not power.state_dict()

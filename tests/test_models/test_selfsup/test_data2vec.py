@@ -67,9 +67,8 @@ def _perturbed_student(model):
 
 
 def test_targets_are_mean_of_chosen_teacher_blocks_at_masked_positions():
-    model = _model()
+    model = _model(target_momentum=0.5)
     _perturbed_student(model)
-    model.set_target_momentum(0.5)
     seen = _capture_teacher_blocks(model)
     img, samples = _batch()
     losses = model.loss(img, samples)
@@ -125,7 +124,6 @@ def test_teacher_sees_the_unmasked_image():
     other = [DataSample() for _ in samples]
     for s in other:
         s.set_mask(torch.ones(GRID, GRID, dtype=torch.bool))
-    model.set_target_momentum(1.0)  # keep the teacher fixed
     model.loss(img, other)
     for i in range(LAYERS):
         torch.testing.assert_close(seen[i], first[i])
@@ -180,7 +178,7 @@ def test_teacher_gets_no_gradient_and_stays_in_eval_mode():
 
 
 def test_ema_update_moves_the_teacher():
-    model = _model()
+    model = _model(target_momentum=0.9)
     img, samples = _batch()
     optim = torch.optim.SGD(
         [p for n, p in model.named_parameters()
@@ -192,9 +190,8 @@ def test_ema_update_moves_the_teacher():
     old = {n: p.clone() for n, p in model.target_net.module.named_parameters()}
     losses['loss_regression'].backward()
     optim.step()
-    model.set_target_momentum(0.9)
-    assert model.target_momentum == pytest.approx(0.9)
     model.loss(img, samples)
+    assert 1 - model.target_net.current_momentum == pytest.approx(0.9)
     student = dict(model.backbone.named_parameters())
     moved = 0
     for name, param in model.target_net.module.named_parameters():
@@ -228,6 +225,8 @@ def test_l2_loss():
     (dict(loss_type='l1'), 'loss_type must be one of'),
     (dict(loss_beta=0.0), r'loss_beta must be in \(0, inf\)'),
     (dict(target_momentum=1.0), r'target_momentum must be in \(0, 1\)'),
+    (dict(target_momentum_end=1.5),
+     r'target_momentum_end must be None or in \(0, 1\]'),
     (dict(backbone=dict(type='VisionTransformer', arch=_arch(),
                         img_size=32, patch_size=8)),
      'needs a backbone with forward_layers'),
@@ -237,10 +236,8 @@ def test_bad_settings_raise(kwargs, match):
         _model(**kwargs)
 
 
-def test_bad_momentum_and_inputs_raise():
+def test_bad_inputs_raise():
     model = _model()
-    with pytest.raises(ValueError, match='momentum must be in'):
-        model.set_target_momentum(1.5)
     img, _ = _batch()
     with pytest.raises(ValueError, match='BEiTMaskGenerator'):
         model.loss(img, [DataSample() for _ in range(3)])

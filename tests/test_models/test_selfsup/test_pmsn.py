@@ -4,22 +4,23 @@ import math
 import pytest
 import torch
 import torch.nn as nn
+from mmengine.logging import MessageHub
 
 from mmpretrain.registry import MODELS
 
 D = 32
 
 
-def _vit():
+def _vit(type='MSNViT'):
     return dict(
-        type='VisionTransformer',
+        type=type,
         arch=dict(embed_dims=48, num_layers=2, num_heads=3,
                   feedforward_channels=96),
         img_size=32, patch_size=8)
 
 
 def _pmsn(backbone, in_channels, mask_ratio=0.0, num_random_views=1,
-          prior=None):
+          prior=None, **kwargs):
     return MODELS.build(
         dict(
             type='PMSN',
@@ -28,10 +29,11 @@ def _pmsn(backbone, in_channels, mask_ratio=0.0, num_random_views=1,
                       hidden_channels=64, out_channels=D),
             head=dict(
                 type='PMSNHead', num_prototypes=7, in_channels=D,
-                loss=dict(type='PMSNLoss', prior_weight=5.0,
-                          prior=prior or dict(type='PowerLawPrior', tau=0.5))),
+                prior=prior or dict(type='PowerLawPrior', tau=0.5),
+                loss=dict(type='PMSNLoss', prior_weight=5.0)),
             num_random_views=num_random_views,
-            mask_ratio=mask_ratio))
+            mask_ratio=mask_ratio,
+            **kwargs))
 
 
 def _views(batch=4, sizes=(32, 32, 32, 16, 16)):
@@ -95,7 +97,7 @@ def test_uniform_prior_model_equals_msn_me_max():
 
 
 def test_ema_target_update_follows_momentum():
-    model = _pmsn(_vit(), 48)
+    model = _pmsn(_vit(), 48, target_momentum=0.9, target_momentum_end=0.9)
     views = _views(sizes=(32, 32))
     model.loss(views, data_samples=[])  # step 0 copies online -> target
     with torch.no_grad():
@@ -104,24 +106,32 @@ def test_ema_target_update_follows_momentum():
     old = {n: p.clone() for n, p in model.target_net.module.named_parameters()}
     online = dict(nn.Sequential(model.backbone,
                                 model.neck).named_parameters())
-    model.set_target_momentum(0.9)
-    assert model.target_momentum == pytest.approx(0.9)
-    model.loss(views, data_samples=[])
+    losses = model.loss(views, data_samples=[])
+    assert losses['target_momentum'].item() == pytest.approx(0.9)
     for name, param in model.target_net.module.named_parameters():
         expected = 0.9 * old[name] + 0.1 * online[name]
         assert torch.allclose(param, expected, atol=1e-6), name
 
 
-def test_sharpen_temperature_setter_reaches_the_loss():
-    model = _pmsn(_vit(), 48)
-    model.set_sharpen_temperature(0.5)
-    assert model.head.loss_module.sharpen_temperature == 0.5
+def test_target_momentum_follows_msn_schedule_in_a_run():
+    model = _pmsn(_vit(), 48, target_momentum=0.98)
+    hub = MessageHub.get_instance('pmsn-momentum-test')
+    hub.update_info('max_iters', 8)
+    views = _views(sizes=(32, 32))
+    for step in range(3):
+        losses = model.loss(views, data_samples=[])
+    # the third update (steps = 2) of 8 iterations, stretched by 1.25
+    assert losses['target_momentum'].item() == pytest.approx(
+        0.98 + 0.02 * 2 / 10, abs=1e-6)
+    assert model.target_net.steps.item() == 3
 
 
 @pytest.mark.parametrize('kwargs, match', [
     (dict(mask_ratio=0.2), 'mask_ratio=0.2 needs a token-based backbone'),
     (dict(mask_ratio=1.0), 'mask_ratio'),
     (dict(num_random_views=0), 'num_random_views'),
+    (dict(target_momentum=1.5), r'target_momentum must be in \(0, 1\)'),
+    (dict(target_momentum_end=0.0), r'target_momentum_end must be in'),
 ])
 def test_bad_settings_raise(kwargs, match):
     backbone = dict(type='ResNet_CIFAR', depth=18) if kwargs.get(
@@ -131,26 +141,33 @@ def test_bad_settings_raise(kwargs, match):
         _pmsn(backbone, channels, **kwargs)
 
 
+@pytest.mark.parametrize('backbone, channels, match', [
+    (dict(type='ResNet', depth=18), 512,
+     'mask_ratio=0.5.*VisionTransformer.*ResNet'),
+    (dict(type='TIMMBackbone', model_name='vit_tiny_patch16_224',
+          pretrained=False, num_classes=0, img_size=32, patch_size=8),
+     192, 'mask_ratio=0.5.*VisionTransformer.*TIMMBackbone'),
+    (_vit(type='VisionTransformer'), 48, 'use MSNViT'),
+])
+def test_patch_drop_needs_a_backbone_taking_mask_ratio(backbone, channels,
+                                                       match):
+    with pytest.raises(ValueError, match=match):
+        _pmsn(backbone, channels, mask_ratio=0.5)
+
+
+def test_mask_ratio_zero_runs_plain_backbones_unchanged():
+    for backbone, channels in ((dict(type='ResNet_CIFAR', depth=18), 512),
+                               (_vit(type='VisionTransformer'), 48)):
+        model = _pmsn(backbone, channels, mask_ratio=0.0)
+        model.eval()
+        x = torch.randn(2, 3, 32, 32)
+        with torch.no_grad():
+            expected = model.neck(model.backbone(x))[0]
+            torch.testing.assert_close(model._encode([x], 0.0), expected,
+                                       rtol=0, atol=0)
+
+
 def test_too_few_views_raise():
     model = _pmsn(_vit(), 48, num_random_views=2)
     with pytest.raises(ValueError, match='num_random_views=2'):
         model.loss(_views(sizes=(32, 32)), data_samples=[])
-
-
-def test_target_momentum_out_of_range():
-    model = _pmsn(_vit(), 48)
-    with pytest.raises(ValueError, match='momentum'):
-        model.set_target_momentum(1.5)
-
-
-def test_predict_attaches_backbone_features():
-    model = _pmsn(_vit(), 48)
-    model.eval()
-    x = torch.randn(3, 3, 32, 32)
-    samples = model([x], mode='predict')
-    assert len(samples) == 3
-    expected = model.backbone(x)[-1]
-    assert torch.allclose(samples[1].features, expected[1])
-    resnet = _pmsn(dict(type='ResNet_CIFAR', depth=18), 512)
-    resnet.eval()
-    assert resnet.extract_feat(x).shape == (3, 512)

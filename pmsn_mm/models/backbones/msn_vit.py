@@ -1,0 +1,73 @@
+"""Vision Transformer with MSN patch-drop (the anchor views' masking)."""
+from collections import OrderedDict
+from typing import Optional, Tuple
+
+import torch
+from mmpretrain.models.backbones import VisionTransformer
+from mmpretrain.registry import MODELS
+from torch import Tensor, nn
+
+from ..utils.patch_drop import PatchDrop, check_mask_ratio
+
+
+@MODELS.register_module()
+class MSNViT(VisionTransformer):
+    """mmpretrain's ``VisionTransformer`` whose ``forward`` takes MSN's
+    ``mask_ratio`` (the masking of MSN's anchor views, as ``MAEViT`` adds
+    MAE's masking to the same backbone).
+
+    With ``mask_ratio > 0``, right after the position embedding (and
+    ``drop_after_pos``) the class token and ``floor(N * (1 - mask_ratio))``
+    random patch tokens per sample are kept
+    (:func:`~pmsn_mm.models.utils.drop_patch_tokens`); the blocks then
+    attend over the kept tokens only. The parent's forward runs unchanged:
+    the drop is a :class:`~pmsn_mm.models.utils.PatchDrop` layer appended to
+    ``drop_after_pos``. It has no parameters, so the state dict is exactly
+    a ``VisionTransformer``'s (checkpoints load both ways) and
+    ``mask_ratio=0`` (the default: target views, evaluation) is
+    ``VisionTransformer.forward`` bit for bit.
+
+    Args:
+        **kwargs: Arguments of mmpretrain's ``VisionTransformer`` (``arch``,
+            ``img_size``, ``patch_size``, ``out_type``, ...).
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.drop_after_pos = nn.Sequential(
+            OrderedDict(
+                dropout=self.drop_after_pos,
+                patch_drop=PatchDrop(self.num_extra_tokens)))
+
+    def forward(
+            self,
+            x: Tensor,
+            mask_ratio: float = 0.0,
+            generator: Optional[torch.Generator] = None
+    ) -> Tuple[Tensor, ...]:
+        """Encode images, dropping ``mask_ratio`` of the patch tokens.
+
+        Args:
+            x: Tensor of shape (B, C, H, W).
+            mask_ratio: Fraction of patch tokens dropped, in [0, 1).
+            generator: Optional ``torch.Generator`` on ``x.device`` for the
+                choice of kept tokens.
+
+        Returns:
+            Tuple of features, one per ``out_indices``, shaped as
+            ``out_type`` prescribes ((B, C) for ``'cls_token'`` and
+            ``'avg_featmap'``, (B, 1 + num_keep, C) for ``'raw'``).
+        """
+        mask_ratio = check_mask_ratio(mask_ratio)
+        if mask_ratio == 0:
+            return super().forward(x)
+        if self.out_type == 'featmap':
+            raise ValueError(
+                f'mask_ratio={mask_ratio} (patch-drop) cannot be used with '
+                "out_type='featmap'; use 'cls_token', 'avg_featmap' or 'raw'.")
+        patch_drop = self.drop_after_pos.patch_drop
+        patch_drop.mask_ratio, patch_drop.generator = mask_ratio, generator
+        try:
+            return super().forward(x)
+        finally:
+            patch_drop.mask_ratio, patch_drop.generator = 0.0, None

@@ -1,0 +1,135 @@
+"""EMA target encoder whose momentum follows MSN's linear schedule."""
+import math
+from typing import Optional
+
+import torch
+from mmengine.logging import MessageHub
+from mmengine.model import ExponentialMovingAverage
+from mmpretrain.registry import MODELS
+from torch import Tensor, nn
+
+
+def _check_unit(name: str, value: float, low_open: bool) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and (0 < value < 1 if low_open else 0 <= value < 1)
+    if not ok:
+        interval = '(0, 1)' if low_open else '[0, 1)'
+        raise ValueError(
+            f'LinearMomentumEMA {name} must be in {interval} (mmengine '
+            'convention: the weight of the online model; MSN momentum m '
+            f'is 1 - {name}) but is {value!r}.')
+    return float(value)
+
+
+@MODELS.register_module()
+class LinearMomentumEMA(ExponentialMovingAverage):
+    r"""EMA whose momentum moves linearly with the number of updates (MSN).
+
+    Every update is ``averaged = (1 - m_t) * averaged + m_t * online``
+    (mmengine's convention: ``m_t`` weighs the *online* model; MSN's
+    target momentum is ``1 - m_t``), with
+
+    .. math::
+
+        m_t = m_0 + (m_{end} - m_0) \min(1, t / (s \cdot T))
+
+    where ``t`` is the number of updates so far (the ``steps`` buffer: it is
+    saved in checkpoints, so a resumed run continues the schedule), ``T`` the
+    number of training iterations and ``s`` the stretch of the schedule.
+    MSN (official ``msn_train.py``): target momentum 0.996 -> 1.0 over
+    ``s = 1.25`` times the run, i.e. ``m`` 0.004 -> 0, never reaching 0.
+    The first update copies the online model (mmengine).
+
+    As mmpretrain's ``CosineEMA``, the schedule reads ``T`` from the
+    message hub (``max_iters``, recorded by mmengine's ``Runner``) unless
+    ``max_iters`` is given; a constant momentum (``end_momentum ==
+    momentum``) needs neither.
+
+    Args:
+        model: The online model to average.
+        momentum: ``m_0``, in (0, 1). Defaults to 0.004 (MSN: 0.996).
+        end_momentum: ``m_end``, in [0, 1). Defaults to 0.0 (MSN: 1.0).
+        schedule_scale: ``s``, > 0. Defaults to 1.25.
+        max_iters: ``T``; None reads it from the message hub.
+        interval: Update every ``interval`` calls (mmengine).
+        device: Device of the averaged copy (mmengine).
+        update_buffers: Average buffers too (mmengine).
+    """
+
+    def __init__(self,
+                 model: nn.Module,
+                 momentum: float = 0.004,
+                 end_momentum: float = 0.0,
+                 schedule_scale: float = 1.25,
+                 max_iters: Optional[int] = None,
+                 interval: int = 1,
+                 device: Optional[torch.device] = None,
+                 update_buffers: bool = False) -> None:
+        momentum = _check_unit('momentum', momentum, low_open=True)
+        end_momentum = _check_unit('end_momentum', end_momentum, False)
+        if not (isinstance(schedule_scale, (int, float))
+                and math.isfinite(schedule_scale) and schedule_scale > 0):
+            raise ValueError('LinearMomentumEMA schedule_scale must be in '
+                             f'(0, inf) but is {schedule_scale!r}.')
+        if max_iters is not None and (isinstance(max_iters, bool)
+                                      or not isinstance(max_iters, int)
+                                      or max_iters < 1):
+            raise ValueError('LinearMomentumEMA max_iters must be None or an '
+                             f'int >= 1 but is {max_iters!r}.')
+        super().__init__(
+            model,
+            momentum=momentum,
+            interval=interval,
+            device=device,
+            update_buffers=update_buffers)
+        self.end_momentum = end_momentum
+        self.schedule_scale = float(schedule_scale)
+        self.max_iters = max_iters
+        self.current_momentum = momentum
+
+    def momentum_at(self, steps: int) -> float:
+        """``m_t`` after ``steps`` updates.
+
+        Args:
+            steps: Number of updates so far, >= 0.
+
+        Returns:
+            The momentum (mmengine convention).
+        """
+        if steps == 0 or self.end_momentum == self.momentum:
+            return self.momentum
+        max_iters = self.max_iters or MessageHub.get_current_instance(
+        ).get_info('max_iters')
+        if max_iters is None:
+            raise RuntimeError(
+                'LinearMomentumEMA needs the number of training iterations '
+                'for its schedule: run it in an mmengine Runner (which '
+                "records 'max_iters' in the message hub) or pass max_iters.")
+        progress = min(1.0, steps / (self.schedule_scale * max_iters))
+        return self.momentum + (self.end_momentum - self.momentum) * progress
+
+    def update_parameters(self, model: nn.Module) -> None:
+        """Average ``model`` in with this step's scheduled momentum.
+
+        Args:
+            model: The online model.
+        """
+        self.current_momentum = self.momentum_at(int(self.steps))
+        super().update_parameters(model)
+
+    def avg_func(self, averaged_param: Tensor, source_param: Tensor,
+                 steps: int) -> None:
+        """``averaged += m_t * (source - averaged)``, in place.
+
+        Args:
+            averaged_param: The averaged parameter.
+            source_param: The online parameter.
+            steps: Number of updates so far (unused: ``m_t`` is set once
+                per update by :meth:`update_parameters`).
+        """
+        averaged_param.lerp_(source_param, self.current_momentum)
+
+    def extra_repr(self) -> str:
+        return (f'momentum={self.momentum}, end_momentum={self.end_momentum}, '
+                f'schedule_scale={self.schedule_scale}, '
+                f'max_iters={self.max_iters}')
