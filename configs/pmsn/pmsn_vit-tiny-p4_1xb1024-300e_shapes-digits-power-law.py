@@ -1,11 +1,18 @@
 # Paper-scale toy run (App. F "Toy setting") on one GPU, with the fast
 # in-memory pipeline: ViT-Tiny/4, batch 1024, 300 epochs, 15 warm-up epochs,
-# 10 prototypes, lambda 100, T 0.1, sharpen 0.25, mask 0.05, 1 random view
-# and no focal view, RRC (0.5, 1.0), no blur, no gradient clipping, EMA
-# 0.996 -> 1, weight decay 0.04 -> 0.4. Data: the offline shapes + digits toy
-# with 50,000 training images (the size of CIFAR-10's training split).
+# 10 prototypes, T 0.1, sharpen 0.25, mask 0.05, 1 random view and no focal
+# view, no blur, no gradient clipping, EMA 0.996 -> 1, weight decay
+# 0.04 -> 0.4. Data: the offline shapes + digits toy with 50,000 training
+# images (the size of CIFAR-10's training split).
+# Inherited from the CPU recipe (docs/toy_prior_study.md), where they differ
+# from App. F: Sinkhorn towards the prior, lambda 1 (paper 100), random
+# resized crop (0.8, 1) without flip (paper (0.5, 1) + flip), a 10 px digit
+# on 20 px images. The paper's values:
+#   --cfg-options model.head.loss.prior_weight=100 \
+#       model.data_preprocessor.crop_scale="(0.5,1.0)" \
+#       model.data_preprocessor.flip_prob=0.5
 #   python tools/analysis_tools/prior_toy_study.py THIS_CONFIG --device cuda
-_base_ = './pmsn_vit-mini-p4_1xb128-50e-cpu_shapes-digits-power-law.py'
+_base_ = './pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py'
 
 num_images = 50000
 batch_size = 1024
@@ -27,7 +34,7 @@ model = dict(
         in_channels=1,
         drop_path_rate=0.0),
     neck=dict(in_channels=192, hidden_channels=2048, out_channels=256),
-    head=dict(in_channels=256, loss=dict(prior_weight=100.0)),
+    head=dict(in_channels=256),
     target_momentum=0.996)
 
 param_scheduler = [

@@ -1,6 +1,7 @@
-"""The toy configs of the prior study beyond PMSN's KL term -- PMSN with
-Sinkhorn towards the power law, PMSN with the adaptive power law, PSwAV --
-inherit the toy PMSN job and each run 2 iterations."""
+"""The toy configs of the prior study next to the toy PMSN job (which
+balances its targets by Sinkhorn towards the power law) -- its control
+without Sinkhorn, PMSN with the adaptive power law, PSwAV -- inherit the toy
+PMSN job and each run 2 iterations."""
 import os.path as osp
 
 import pytest
@@ -11,16 +12,16 @@ from mmengine.runner import Runner
 from tests._configs import CONFIGS, small_knn_eval
 
 TOY = osp.join(CONFIGS, 'pmsn',
-               'pmsn_vit-mini-p4_1xb128-50e-cpu_shapes-digits-power-law.py')
-SINKHORN = osp.join(
+               'pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py')
+NO_SINKHORN = osp.join(
     CONFIGS, 'pmsn',
-    'pmsn_vit-mini-p4_1xb128-50e-cpu_shapes-digits-sinkhorn-power-law.py')
+    'pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law-no-sinkhorn.py')
 ADAPTIVE = osp.join(
     CONFIGS, 'pmsn',
-    'pmsn_vit-mini-p4_1xb128-50e-cpu_shapes-digits-adaptive-power-law.py')
+    'pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-adaptive-power-law.py')
 PSWAV = osp.join(
     CONFIGS, 'pswav',
-    'pswav_vit-mini-p4_1xb128-50e-cpu_shapes-digits-power-law.py')
+    'pswav_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py')
 
 
 def _tiny(path, work_dir):
@@ -36,7 +37,7 @@ def _tiny(path, work_dir):
 
 def test_toy_configs_inherit_the_toy_job():
     toy = Config.fromfile(TOY)
-    for path in (SINKHORN, ADAPTIVE, PSWAV):
+    for path in (NO_SINKHORN, ADAPTIVE, PSWAV):
         cfg = Config.fromfile(path)
         assert cfg.train_dataloader == toy.train_dataloader, path
         assert cfg.param_scheduler == toy.param_scheduler, path
@@ -51,19 +52,23 @@ def test_toy_configs_inherit_the_toy_job():
     assert pswav.model.head.loss.prior == toy.model.head.prior
     # no EMA target in PSwAV (the PMSN model's schedule is not inherited)
     assert 'target_momentum' not in pswav.model
-    sinkhorn = Config.fromfile(SINKHORN)
-    assert sinkhorn.model.head.loss.use_sinkhorn is True
-    assert sinkhorn.model.head.prior == toy.model.head.prior
+    assert toy.model.head.loss.use_sinkhorn is True
+    control = Config.fromfile(NO_SINKHORN)
+    assert control.model.head.loss.use_sinkhorn is False
+    # the control differs from the toy job in that setting only
+    control.model.head.loss.use_sinkhorn = True
+    assert control.model == toy.model
     adaptive = Config.fromfile(ADAPTIVE).model.head.prior
     assert adaptive.type == 'AdaptivePowerLawPrior'
     assert adaptive.num_prototypes == toy.model.head.num_prototypes
 
 
 @pytest.mark.parametrize('path, keys', [
-    (SINKHORN, ('loss_ce', 'loss_prior', 'num_prototypes_used')),
+    (TOY, ('loss_ce', 'loss_prior', 'num_prototypes_used')),
+    (NO_SINKHORN, ('loss_ce', 'loss_prior', 'num_prototypes_used')),
     (ADAPTIVE, ('loss_ce', 'loss_prior', 'prior_tau', 'prior_tau_fit')),
     (PSWAV, ('loss_swav', 'num_prototypes_used', 'codes_prior_kl')),
-], ids=['sinkhorn', 'adaptive', 'pswav'])
+], ids=['toy', 'no-sinkhorn', 'adaptive', 'pswav'])
 def test_toy_config_runs_two_iterations(path, keys, tmp_path):
     runner = Runner.from_cfg(_tiny(path, tmp_path))
     runner.train()

@@ -17,7 +17,7 @@ from tests._configs import CONFIGS, small_knn_eval
 from tests._dist import free_port
 
 TOY = osp.join(CONFIGS, 'pmsn',
-               'pmsn_vit-mini-p4_1xb128-50e-cpu_shapes-digits-power-law.py')
+               'pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py')
 
 
 @METRICS.register_module(force=True)

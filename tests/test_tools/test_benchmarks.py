@@ -41,7 +41,7 @@ def test_pmsn_step_benchmark_reads_the_views_of_a_config():
     assert bench.view_shapes(paper) == [(3, 224)] * 2 + [(3, 96)] * 10
     toy = Config.fromfile(osp.join(
         CONFIGS, 'pmsn',
-        'pmsn_vit-mini-p4_1xb128-50e-cpu_shapes-digits-power-law.py'))
+        'pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py'))
     assert bench.view_shapes(toy) == [(1, 20)] * 2  # BatchAugmentPreprocessor
 
 

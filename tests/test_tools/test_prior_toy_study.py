@@ -9,7 +9,7 @@ import pytest
 from tests._configs import CONFIGS, REPO
 
 CONFIG = osp.join(CONFIGS, 'pmsn',
-                  'pmsn_vit-mini-p4_1xb128-50e-cpu_shapes-digits-power-law.py')
+                  'pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py')
 PNG_HEADER = b'\x89PNG\r\n\x1a\n'
 
 
@@ -99,16 +99,42 @@ def test_schedule_scaling_of_prior_warmup_and_prototype_freezing():
     assert hook.frozen_layers_cfg.prototypes == round(frozen / 3)
 
 
+def test_data_options_reach_every_toy_dataset():
+    """--data-options changes the training set, the tool's kNN memory and
+    queries and the val loop's copies alike, and nothing else."""
+    plain = study.make_config(study.parse_args([CONFIG]), 'power-law',
+                              'forward', 0)
+    args = study.parse_args([
+        CONFIG, '--data-options', 'digit_size=12',
+        'shape_options.max_angle=0.0', 'background_source=noise'
+    ])
+    cfg = study.make_config(args, 'power-law', 'forward', 0)
+    sets = [cfg.train_dataloader.dataset, cfg.knn_train_dataset,
+            cfg.knn_test_dataset, cfg.val_dataloader.dataset.memory,
+            cfg.val_dataloader.dataset.query]
+    for ds in sets:
+        assert ds.digit_size == 12
+        assert ds.shape_options == dict(max_angle=0.0)
+        assert ds.background_source == 'noise'
+    assert plain.train_dataloader.dataset.digit_size == 10
+    assert 'shape_options' not in plain.train_dataloader.dataset
+    # splits and sizes are untouched
+    assert cfg.knn_test_dataset.split == 'test'
+    assert cfg.knn_train_dataset.num_samples == \
+        plain.knn_train_dataset.num_samples
+    assert cfg.model == plain.model
+
+
 def test_unknown_prior_is_refused():
     with pytest.raises(SystemExit):
         study.parse_args([CONFIG, '--priors', 'zipf'])
 
 
 PSWAV = osp.join(CONFIGS, 'pswav',
-                 'pswav_vit-mini-p4_1xb128-50e-cpu_shapes-digits-power-law.py')
+                 'pswav_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py')
 ADAPTIVE = osp.join(
     CONFIGS, 'pmsn',
-    'pmsn_vit-mini-p4_1xb128-50e-cpu_shapes-digits-adaptive-power-law.py')
+    'pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-adaptive-power-law.py')
 
 
 def test_adaptive_prior_choice_keeps_or_builds_the_prior():

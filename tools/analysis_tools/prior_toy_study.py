@@ -32,11 +32,11 @@ digit/background labels under each, green when the digit matches).
 
 Examples:
     python tools/analysis_tools/prior_toy_study.py \\
-        configs/pmsn/pmsn_vit-mini-p4_1xb128-50e-cpu_shapes-digits-power-law.py \\
+        configs/pmsn/pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py \\
         --seeds 0 1 2 --work-dir work_dirs/prior_toy_study
     # the learned exponent next to the fixed priors
     python tools/analysis_tools/prior_toy_study.py \\
-        configs/pmsn/pmsn_vit-mini-p4_1xb128-50e-cpu_shapes-digits-power-law.py \\
+        configs/pmsn/pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py \\
         --priors power-law uniform adaptive --work-dir work_dirs/prior_adaptive
     # paper scale on one GPU
     python tools/analysis_tools/prior_toy_study.py \\
@@ -100,6 +100,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument(
         '--cfg-options', nargs='+', default=None, metavar='KEY=VALUE',
         help='override config settings (mmengine syntax)')
+    parser.add_argument(
+        '--data-options', nargs='+', default=None, metavar='KEY=VALUE',
+        help='toy-set settings applied to the training set and to the kNN '
+        "memory and query sets alike, e.g. digit_size=12 "
+        'background_source=noise shape_options.max_angle=0')
     return parser.parse_args(argv)
 
 
@@ -136,6 +141,8 @@ def make_config(args: argparse.Namespace, prior: str, direction: str,
         opts = argparse.ArgumentParser()
         opts.add_argument('--o', nargs='+', action=DictAction)
         cfg.merge_from_dict(opts.parse_args(['--o', *args.cfg_options]).o)
+    if args.data_options:
+        apply_data_options(cfg, args.data_options)
     if args.max_iters is not None:
         scale_schedule(cfg, args.max_iters)
     loss = cfg.model.head.loss
@@ -160,6 +167,35 @@ def make_config(args: argparse.Namespace, prior: str, direction: str,
     cfg.work_dir = osp.join(args.work_dir, run_name(prior, direction),
                             f'seed{seed}')
     return cfg
+
+
+#: Where the toy job keeps its datasets: training, kNN memory and queries
+#: (top-level, read by this tool) and the val loop's copies of the latter.
+DATASET_KEYS = ('train_dataloader.dataset', 'knn_train_dataset',
+                'knn_test_dataset', 'val_dataloader.dataset.memory',
+                'val_dataloader.dataset.query')
+
+
+def apply_data_options(cfg, options: Sequence[str]) -> None:
+    """Set the same dataset options on every toy dataset of ``cfg``."""
+    from mmengine.config import DictAction
+    opts = argparse.ArgumentParser()
+    opts.add_argument('--o', nargs='+', action=DictAction)
+    values = opts.parse_args(['--o', *options]).o
+    present = []
+    for key in DATASET_KEYS:
+        node = cfg
+        for part in key.split('.'):
+            node = node.get(part) if node is not None else None
+        if node is not None:
+            present.append(key)
+    if 'train_dataloader.dataset' not in present:
+        raise ValueError('--data-options needs a config with '
+                         'train_dataloader.dataset (the toy set).')
+    cfg.merge_from_dict({
+        f'{key}.{name}': value
+        for key in present for name, value in values.items()
+    })
 
 
 def scale_schedule(cfg, max_iters: int) -> None:

@@ -1,13 +1,16 @@
 # Offline toy set of paper §5.1 (fast version): procedural shape backgrounds
 # (10 uniform classes, random position/size/rotation/contrast/noise) with a
 # power-law (tau 0.5) scikit-learn digit in the top-left corner, 20 x 20 px,
-# one grey channel, held in memory. The views are made on the device by
+# one grey channel, held in memory. The 10 px digit sits at the crossover of
+# the two labels' learnability under the toy job's crops (8 px: only the
+# shapes are learned; 12 px: the digit under both priors), where the prior
+# can matter (docs/toy_prior_study.md). The views are made on the device by
 # BatchAugmentPreprocessor, so the dataset pipeline only packs the image.
 dataset_type = 'PowerLawOverlayDataset'
 toy_dataset = dict(
     type=dataset_type,
     image_size=20,
-    digit_size=8,
+    digit_size=10,
     tau=0.5,
     background_source='shapes',
     digit_source='sklearn',

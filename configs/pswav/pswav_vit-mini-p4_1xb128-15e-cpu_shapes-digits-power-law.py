@@ -3,7 +3,7 @@
 # each batch (the digits' distribution) instead of 1 / K. Data, views,
 # backbone, optimiser, schedule and kNN evaluation are inherited from the toy
 # PMSN job, so a change of the toy recipe applies to both.
-_base_ = '../pmsn/pmsn_vit-mini-p4_1xb128-50e-cpu_shapes-digits-power-law.py'
+_base_ = '../pmsn/pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py'
 
 # SwAVNeck average-pools feature maps: the ViT returns its patch tokens as a
 # (B, C, H, W) map, so the embedding is the mean patch token (PMSN uses the

@@ -4,7 +4,7 @@
 # usage (mean sharpened target per prototype; log-log least squares, bounded
 # to [0, 1]); the digits follow tau 0.5. `prior_tau` / `prior_tau_fit` are
 # logged with the losses. Everything else is inherited from the toy job.
-_base_ = './pmsn_vit-mini-p4_1xb128-50e-cpu_shapes-digits-power-law.py'
+_base_ = './pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py'
 
 model = dict(
     head=dict(
