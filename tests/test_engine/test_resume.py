@@ -82,7 +82,7 @@ def test_cli_auto_resume(tmp_path):
 def test_resume_continues_the_adaptive_prior_estimate(tmp_path):
     """AdaptivePowerLawPrior's buffers travel in the checkpoint: a resumed
     run starts from the saved estimate and keeps counting updates."""
-    path = osp.join(REPO, 'configs', 'pmsn', 'pmsn_vit-mini-p4_1xb128-50e-'
+    path = osp.join(REPO, 'configs', 'pmsn', 'pmsn_vit-mini-p4_1xb128-15e-'
                     'cpu_shapes-digits-adaptive-power-law.py')
 
     def tiny(max_iters, name):
