@@ -14,7 +14,7 @@ from mmengine.logging import MessageHub
 from pmsn_mm.engine.hooks import (NonFiniteGuardHook, NonFiniteTrainingError,
                                   RNGStateHook)
 from pmsn_mm.engine.hooks.rng_state_hook import CHECKPOINT_KEY
-from tests._dist import free_port
+from tests._dist import free_port, gloo_group
 
 
 def _fetches():
@@ -82,15 +82,9 @@ def _guard(rank: int) -> str:
 
 
 def _worker(rank, port, out_dir):
-    torch.set_num_threads(1)
-    dist.init_process_group(
-        'gloo', init_method=f'tcp://127.0.0.1:{port}', rank=rank,
-        world_size=2)
-    try:
+    with gloo_group(rank, 2, port):
         result = dict(rng=_rng_states(rank, out_dir), guard=_guard(rank))
         torch.save(result, osp.join(out_dir, f'rank{rank}.pt'))
-    finally:
-        dist.destroy_process_group()
 
 
 def test_two_ranks(tmp_path):

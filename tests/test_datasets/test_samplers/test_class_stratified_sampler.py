@@ -16,7 +16,7 @@ from torch.utils.data import DataLoader, Subset
 from pmsn_mm.datasets.samplers import (ClassStratifiedSampler,
                                        get_dataset_labels,
                                        stratified_epoch_indices)
-from tests._dist import free_port
+from tests._dist import free_port, gloo_group
 
 DIST_INFO = 'pmsn_mm.datasets.samplers.class_aware_sampler.get_dist_info'
 
@@ -131,11 +131,7 @@ def test_ranks_split_each_global_batch(world, batch_size, k):
 
 
 def _gloo_worker(rank, world, port, out_dir, labels, k, batch_size):
-    dist.init_process_group('gloo',
-                            init_method=f'tcp://127.0.0.1:{port}',
-                            rank=rank,
-                            world_size=world)
-    try:
+    with gloo_group(rank, world, port):
         sampler = ClassStratifiedSampler(FakeDataset(labels),
                                          classes_per_batch=k,
                                          batch_size=batch_size)
@@ -147,8 +143,6 @@ def _gloo_worker(rank, world, port, out_dir, labels, k, batch_size):
                     np.array([g[0] for g in gathered]))
             np.save(os.path.join(out_dir, 'indices.npy'),
                     np.array([g[1] for g in gathered]))
-    finally:
-        dist.destroy_process_group()
 
 
 def test_two_real_gloo_processes():

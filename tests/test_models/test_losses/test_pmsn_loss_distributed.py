@@ -3,13 +3,12 @@ on the whole batch."""
 import os
 
 import torch
-import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from pmsn_mm.models.heads import prototype_log_probabilities
 from pmsn_mm.models.utils import (all_reduce_mean_with_grad,
                                   distributed_sinkhorn)
-from tests._dist import free_port
+from tests._dist import free_port, gloo_group, view_major_rows
 from tests._pmsn import pmsn_head
 
 WORLD_SIZE = 2
@@ -43,12 +42,7 @@ def _global_inputs():
 
 def _local_rows(rank):
     """Rows of the view-major global anchors that belong to ``rank``."""
-    batch = WORLD_SIZE * LOCAL_BATCH
-    return torch.cat([
-        torch.arange(v * batch + rank * LOCAL_BATCH,
-                     v * batch + (rank + 1) * LOCAL_BATCH)
-        for v in range(NUM_VIEWS)
-    ])
+    return view_major_rows(rank, WORLD_SIZE, LOCAL_BATCH, NUM_VIEWS)
 
 
 def _run(anchors, targets, prototypes, cfg):
@@ -61,13 +55,7 @@ def _run(anchors, targets, prototypes, cfg):
 
 
 def _worker(rank, port, out_dir):
-    torch.set_num_threads(1)
-    dist.init_process_group(
-        'gloo',
-        init_method=f'tcp://127.0.0.1:{port}',
-        rank=rank,
-        world_size=WORLD_SIZE)
-    try:
+    with gloo_group(rank, WORLD_SIZE, port):
         anchors, targets, prototypes = _global_inputs()
         anchors = anchors[_local_rows(rank)]
         targets = targets[rank * LOCAL_BATCH:(rank + 1) * LOCAL_BATCH]
@@ -81,9 +69,6 @@ def _worker(rank, port, out_dir):
         ((rank + 1) * all_reduce_mean_with_grad(x).sum()).backward()
         result['reduce_grad'] = x.grad
         torch.save(result, os.path.join(out_dir, f'rank{rank}.pt'))
-    finally:
-        dist.destroy_process_group()
-
 
 
 def test_two_processes_match_one_process_on_global_batch(tmp_path):

@@ -5,12 +5,11 @@ law."""
 import os
 
 import torch
-import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 
 from pmsn_mm.models.losses import PSwAVLoss
-from tests._dist import free_port
+from tests._dist import free_port, gloo_group, view_major_rows
 from tests._pmsn import pmsn_head, set_prototypes
 
 WORLD_SIZE = 2
@@ -47,12 +46,7 @@ def _global_inputs():
 
 def _local_rows(rank):
     """Rows of view-/crop-major global inputs that belong to ``rank``."""
-    batch = WORLD_SIZE * LOCAL_BATCH
-    return torch.cat([
-        torch.arange(v * batch + rank * LOCAL_BATCH,
-                     v * batch + (rank + 1) * LOCAL_BATCH)
-        for v in range(NUM_VIEWS)
-    ])
+    return view_major_rows(rank, WORLD_SIZE, LOCAL_BATCH, NUM_VIEWS)
 
 
 def _run_pmsn(anchors, targets, prototypes, cfg):
@@ -83,13 +77,7 @@ def _run_pswav(x, prototypes, cfg):
 
 
 def _worker(rank, port, out_dir):
-    torch.set_num_threads(1)
-    dist.init_process_group(
-        'gloo',
-        init_method=f'tcp://127.0.0.1:{port}',
-        rank=rank,
-        world_size=WORLD_SIZE)
-    try:
+    with gloo_group(rank, WORLD_SIZE, port):
         anchors, targets, prototypes = _global_inputs()
         anchors = anchors[_local_rows(rank)]
         targets = targets[rank * LOCAL_BATCH:(rank + 1) * LOCAL_BATCH]
@@ -99,8 +87,6 @@ def _worker(rank, port, out_dir):
             pswav=[_run_pswav(F.normalize(anchors), prototypes, cfg)
                    for cfg in PSWAV_CONFIGS])
         torch.save(result, os.path.join(out_dir, f'rank{rank}.pt'))
-    finally:
-        dist.destroy_process_group()
 
 
 def _compare(ranks, whole, loss_keys):

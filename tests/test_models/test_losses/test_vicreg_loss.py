@@ -3,13 +3,12 @@ import os
 
 import pytest
 import torch
-import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 
 from pmsn_mm.models.losses import VICRegLoss
 from pmsn_mm.models.losses.vicreg_loss import off_diagonal
-from tests._dist import free_port
+from tests._dist import free_port, gloo_group
 
 WORLD_SIZE = 2
 LOCAL_BATCH = 6
@@ -95,13 +94,7 @@ def test_off_diagonal():
 
 
 def _worker(rank, port, out_dir):
-    torch.set_num_threads(1)
-    dist.init_process_group(
-        'gloo',
-        init_method=f'tcp://127.0.0.1:{port}',
-        rank=rank,
-        world_size=WORLD_SIZE)
-    try:
+    with gloo_group(rank, WORLD_SIZE, port):
         z_a, z_b = _inputs()
         rows = slice(rank * LOCAL_BATCH, (rank + 1) * LOCAL_BATCH)
         z_a = z_a[rows].clone().requires_grad_(True)
@@ -114,9 +107,6 @@ def _worker(rank, port, out_dir):
                      for k, v in out.items()},
                 grad_a=z_a.grad,
                 grad_b=z_b.grad), os.path.join(out_dir, f'rank{rank}.pt'))
-    finally:
-        dist.destroy_process_group()
-
 
 
 def test_two_processes_match_one_process_on_global_batch(tmp_path):

@@ -2,11 +2,10 @@
 import os
 
 import torch
-import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from pmsn_mm.models.utils import distributed_sinkhorn
-from tests._dist import free_port
+from tests._dist import free_port, gloo_group
 
 WORLD_SIZE = 2
 LOCAL_BATCH = 5
@@ -31,20 +30,12 @@ def _prior():
 
 
 def _worker(rank, port, out_dir):
-    torch.set_num_threads(1)
-    dist.init_process_group(
-        'gloo',
-        init_method=f'tcp://127.0.0.1:{port}',
-        rank=rank,
-        world_size=WORLD_SIZE)
-    try:
+    with gloo_group(rank, WORLD_SIZE, port):
         local = _global_probs()[rank * LOCAL_BATCH:(rank + 1) * LOCAL_BATCH]
         result = {(n, marg): distributed_sinkhorn(
             local, n, _prior() if marg == 'prior' else None)
                   for n in NUM_ITERS for marg in ('prior', 'uniform')}
         torch.save(result, os.path.join(out_dir, f'rank{rank}.pt'))
-    finally:
-        dist.destroy_process_group()
 
 
 def test_two_ranks_equal_one_rank_on_concatenated_batch(tmp_path):
