@@ -3,6 +3,7 @@ import glob
 import importlib.util
 import math
 import os.path as osp
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -13,6 +14,7 @@ from mmengine.logging import MessageHub
 from mmengine.model import BaseModel
 from mmengine.optim import OptimWrapper, OptimWrapperDict
 from mmengine.runner import Runner
+from mmpretrain.registry import HOOKS
 from torch import nn
 
 from pmsn_mm.engine.hooks import NonFiniteGuardHook, NonFiniteTrainingError
@@ -61,9 +63,51 @@ DIVERGING = [
 ]
 
 
+@HOOKS.register_module()
+class _RecordFiniteness(Hook):
+    """Per iteration: were the loss terms and the gradients finite?
+
+    Its optimizer step pre-hook is registered before the guard's (priority
+    VERY_HIGH runs ``before_train`` first), so it sees the gradients before
+    the guard drops them. Records go to the module-level ``FINITENESS``.
+    """
+
+    priority = 'VERY_HIGH'
+
+    def before_train(self, runner) -> None:
+        FINITENESS.clear()
+        for optimizer in _optimizers(runner.optim_wrapper):
+            optimizer.register_step_pre_hook(self._grads)
+
+    def _grads(self, optimizer, args, kwargs) -> None:
+        self._grads_ok = _grads_finite(optimizer)
+
+    def before_train_iter(self, runner, batch_idx, data_batch=None) -> None:
+        self._grads_ok = True  # no step taken: nothing non-finite to see
+
+    def after_train_iter(self, runner, batch_idx, data_batch=None,
+                         outputs=None) -> None:
+        bad_terms = sorted(
+            key for key, value in (outputs or {}).items()
+            if 'loss' in key and not torch.isfinite(
+                torch.as_tensor(value)).all())
+        FINITENESS.append(dict(iteration=runner.iter + 1,
+                               bad_terms=bad_terms, grads_ok=self._grads_ok))
+
+
+FINITENESS: list = []
+
+
 def test_diverging_lr_stops_with_the_iteration_terms_and_last_checkpoint(
         tmp_path):
-    cfg = write_config(tmp_path, TINY_PMSN)
+    """The guard's promise, whichever non-finite value a CPU produces first
+    (a loss term, or gradients of a finite loss): training stops at the
+    first iteration with either, the message names that iteration and what
+    was non-finite, and the newest (finite) checkpoint, which is the one of
+    the iteration before."""
+    cfg = write_config(
+        tmp_path,
+        TINY_PMSN + "custom_hooks = [dict(type='_RecordFiniteness')]\n")
     work_dir = str(tmp_path / 'work')
     with pytest.raises(NonFiniteTrainingError) as info:
         train.main([
@@ -71,14 +115,26 @@ def test_diverging_lr_stops_with_the_iteration_terms_and_last_checkpoint(
             'experiment_name=diverge'
         ])
     message = str(info.value)
+    # the recorder saw every iteration up to the one the guard stopped at
+    first_bad = next(r for r in FINITENESS
+                     if r['bad_terms'] or not r['grads_ok'])
+    assert FINITENESS[-1] is first_bad, FINITENESS
+    stop = first_bad['iteration']
+    assert stop >= 2, 'the run should have saved finite checkpoints first'
+    if first_bad['bad_terms']:
+        terms = re.search(r'non-finite loss \((.*?)\) at', message)
+        assert terms, message
+        named = sorted(t.split('=')[0] for t in terms.group(1).split(', '))
+        assert named == first_bad['bad_terms']
+    else:
+        assert 'non-finite gradients (the loss was finite)' in message
     saved = sorted(glob.glob(osp.join(work_dir, 'iter_*.pth')))
-    assert saved, 'the run should have saved finite checkpoints first'
     last = max(int(osp.basename(p)[5:-4]) for p in saved)
-    assert message.startswith(
-        'Training stopped by NonFiniteGuardHook: non-finite loss (loss=nan, '
-        f'loss_ce=nan, loss_prior=nan) at iteration {last + 1}/6. Nothing '
-        'from this iteration was saved; the last good checkpoint is '
-        f'{work_dir}/iter_{last}.pth.')
+    assert last == stop - 1  # checkpoint interval 1: every good iteration
+    assert message.startswith('Training stopped by NonFiniteGuardHook: ')
+    assert (f'at iteration {stop}/6. Nothing from this iteration was saved; '
+            f'the last good checkpoint is {work_dir}/iter_{last}.pth.'
+            ) in message
     assert all(_all_finite(p) for p in saved)
     # the message also goes to the run's log file
     log = glob.glob(osp.join(work_dir, '*', '*.log'))[0]
