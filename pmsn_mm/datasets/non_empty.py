@@ -9,6 +9,20 @@ dataset type, ``data_root``, ``split`` and annotation file.
 from typing import List
 
 
+def dataset_fields(dataset) -> str:
+    """``data_root=..., split=...[, ann_file=...]`` of a dataset.
+
+    Args:
+        dataset: The dataset (an mmengine ``BaseDataset``).
+    """
+    fields = [f'data_root={getattr(dataset, "data_root", None)!r}',
+              f'split={getattr(dataset, "split", None)!r}']
+    ann_file = getattr(dataset, 'ann_file', '')
+    if ann_file:
+        fields.append(f'ann_file={ann_file!r}')
+    return ', '.join(fields)
+
+
 def empty_dataset_message(dataset, num_loaded: int) -> str:
     """The error text for a dataset without samples.
 
@@ -16,15 +30,10 @@ def empty_dataset_message(dataset, num_loaded: int) -> str:
         dataset: The dataset (an mmengine ``BaseDataset``).
         num_loaded: Samples loaded before ``filter_cfg`` was applied.
     """
-    fields = [f'data_root={getattr(dataset, "data_root", None)!r}',
-              f'split={getattr(dataset, "split", None)!r}']
-    ann_file = getattr(dataset, 'ann_file', '')
-    if ann_file:
-        fields.append(f'ann_file={ann_file!r}')
     cause = (f'all {num_loaded} loaded samples were removed by filter_cfg='
              f'{getattr(dataset, "filter_cfg", None)!r}' if num_loaded else
              'no samples were found')
-    return (f'{type(dataset).__name__} is empty ({", ".join(fields)}): '
+    return (f'{type(dataset).__name__} is empty ({dataset_fields(dataset)}): '
             f'{cause}. Check that data_root points at the prepared dataset '
             'and that the split has images.')
 

@@ -6,9 +6,11 @@ from mmpretrain.datasets import BaseDataset
 
 from ..utils.validation import check_choice
 from .non_empty import NonEmptyDatasetMixin
+from .read_errors import NamedReadErrorsMixin
 
 
-class OriginalLayoutDataset(NonEmptyDatasetMixin, BaseDataset):
+class OriginalLayoutDataset(NamedReadErrorsMixin, NonEmptyDatasetMixin,
+                            BaseDataset):
     """An mmpretrain ``BaseDataset`` whose samples come from the dataset's
     own annotation files (JSON scenes, label folders, ...), with no
     annotation list to convert first and no image read.

@@ -226,10 +226,10 @@ class PowerLawOverlayDataset(NonEmptyDatasetMixin, BaseDataset):
         return np.stack(images), labels
 
     def _load_cifar10(self) -> Tuple[List[np.ndarray], np.ndarray]:
-        from mmpretrain.datasets import CIFAR10
-        folder = osp.join(self.background_root, CIFAR10.base_folder)
+        from .cifar_files import CIFAR10Files
+        folder = osp.join(self.background_root, CIFAR10Files.base_folder)
         images, labels, self.background_classes = _read_split(
-            CIFAR10, self.background_root, folder, self.split,
+            CIFAR10Files, self.background_root, folder, self.split,
             CIFAR10_FILES[self.split], 'CIFAR-10',
             f"'{folder}/data_batch_1..5, test_batch, batches.meta'"
             ' (python version)')

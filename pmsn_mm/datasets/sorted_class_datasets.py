@@ -29,7 +29,9 @@ from mmpretrain.datasets.categories import (CIFAR100_CATEGORIES,
                                             PLACES205_CATEGORIES)
 from mmpretrain.registry import DATASETS
 
+from .cifar_files import CIFARFilesMixin
 from .non_empty import NonEmptyDatasetMixin
+from .read_errors import NamedReadErrorsMixin
 
 PLACES205_SORTED_CATEGORIES: Tuple[str, ...] = tuple(
     sorted(PLACES205_CATEGORIES))
@@ -94,7 +96,8 @@ def places205_class_from_path(rel_path: str) -> Optional[str]:
 
 
 @DATASETS.register_module()
-class Places205Sorted(NonEmptyDatasetMixin, Places205):
+class Places205Sorted(NamedReadErrorsMixin, NonEmptyDatasetMixin,
+                      Places205):
     """mmpretrain's ``Places205`` with labels in sorted class-name order.
 
     With an annotation list (official ``<letter>/<class>/<file> <label>``
@@ -170,7 +173,7 @@ class Places205Sorted(NonEmptyDatasetMixin, Places205):
 
 
 @DATASETS.register_module()
-class CIFAR100Sorted(NonEmptyDatasetMixin, CIFAR100):
+class CIFAR100Sorted(CIFARFilesMixin, NonEmptyDatasetMixin, CIFAR100):
     """mmpretrain's ``CIFAR100`` with labels in sorted class-name order.
 
     Args:

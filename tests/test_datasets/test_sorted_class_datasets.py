@@ -41,16 +41,7 @@ def _write_cifar100(root, names):
     return root
 
 
-@pytest.fixture
-def no_md5(monkeypatch):
-    """Fake files cannot match the official checksums."""
-    monkeypatch.setattr(CIFAR100Sorted, 'train_list', [['train', None]])
-    monkeypatch.setattr(CIFAR100Sorted, 'test_list', [['test', None]])
-    monkeypatch.setattr(CIFAR100Sorted, 'meta',
-                        dict(CIFAR100Sorted.meta, md5=None))
-
-
-def test_cifar100_official_sorted_meta_keeps_labels(tmp_path, no_md5):
+def test_cifar100_official_sorted_meta_keeps_labels(tmp_path):
     root = _write_cifar100(str(tmp_path), CIFAR100_CATEGORIES)
     ds = DATASETS.build(dict(type='CIFAR100Sorted', data_root=root))
     assert ds.get_gt_labels().tolist() == [0, 1, 99, 42]
@@ -59,7 +50,7 @@ def test_cifar100_official_sorted_meta_keeps_labels(tmp_path, no_md5):
     assert test.get_gt_labels().tolist() == [5, 98]
 
 
-def test_cifar100_permuted_meta_is_renumbered(tmp_path, no_md5):
+def test_cifar100_permuted_meta_is_renumbered(tmp_path):
     # a re-packed copy whose label j means reversed_names[j]
     reversed_names = list(reversed(sorted(CIFAR100_CATEGORIES)))
     root = _write_cifar100(str(tmp_path), reversed_names)
@@ -69,7 +60,31 @@ def test_cifar100_permuted_meta_is_renumbered(tmp_path, no_md5):
         assert ds.metainfo['classes'][new] == reversed_names[old]
 
 
-def test_cifar100_unknown_names_are_rejected(tmp_path, no_md5):
+def test_cifar100_copies_are_read_without_the_official_checksums(tmp_path):
+    """mmpretrain's CIFAR100 refuses any copy whose MD5 is not the
+    release's (and suggests download=True); ours reads the same files."""
+    from mmpretrain.datasets import CIFAR100
+    root = _write_cifar100(str(tmp_path), CIFAR100_CATEGORIES)
+    with pytest.raises(RuntimeError, match='download=True'):
+        CIFAR100(data_root=root, split='train', download=False)
+    assert len(CIFAR100Sorted(data_root=root, split='train')) == 4
+
+
+def test_cifar100_missing_and_unreadable_files_are_named(tmp_path):
+    root = _write_cifar100(str(tmp_path), CIFAR100_CATEGORIES)
+    os.remove(osp.join(root, 'cifar-100-python', 'test'))
+    with pytest.raises(FileNotFoundError,
+                       match=r"files missing in .*cifar-100-python: "
+                       r"\['test'\]"):
+        CIFAR100Sorted(data_root=root, split='train')
+    with open(osp.join(root, 'cifar-100-python', 'test'), 'wb') as f:
+        f.write(b'not a pickle')
+    with pytest.raises(ValueError, match='cifar-100-python do not read as '
+                       'CIFAR python batches'):
+        CIFAR100Sorted(data_root=root, split='test')
+
+
+def test_cifar100_unknown_names_are_rejected(tmp_path):
     names = list(CIFAR100_CATEGORIES[:-1]) + ['zebra_crossing']
     root = _write_cifar100(str(tmp_path), names)
     with pytest.raises(ValueError, match="unexpected e.g. \\['zebra_crossing"):
