@@ -13,7 +13,7 @@ from mmengine.runner import Runner
 
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
 from mmpretrain.registry import RUNNERS
-from pmsn_mm.utils import setup_cpu_distributed
+from pmsn_mm.utils import end_distributed, setup_cpu_distributed
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -68,7 +68,9 @@ def main(argv=None) -> dict:
         runner = Runner.from_cfg(cfg)
     else:
         runner = RUNNERS.build(cfg)
-    return runner.test()
+    metrics = runner.test()
+    end_distributed()
+    return metrics
 
 
 if __name__ == '__main__':

@@ -22,7 +22,8 @@ from mmengine.runner import Runner
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
 from mmpretrain.registry import RUNNERS
 from pmsn_mm.datasets.samplers import sync_sampler_batch_size
-from pmsn_mm.utils import prepare_work_dir, setup_cpu_distributed
+from pmsn_mm.utils import (end_distributed, prepare_work_dir,
+                           setup_cpu_distributed)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -114,7 +115,8 @@ def launcher_rank(launcher: str) -> int:
     return int(os.environ.get(name, 0)) if launcher != 'none' else 0
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> Runner:
+    """Train; returns the runner (for scripts and tests)."""
     args = parse_args(argv)
     cfg = merge_args(Config.fromfile(args.config), args)
     sync_sampler_batch_size(cfg)
@@ -128,6 +130,8 @@ def main(argv=None) -> None:
     for note in notes:
         runner.logger.info(note)
     runner.train()
+    end_distributed()
+    return runner
 
 
 if __name__ == '__main__':

@@ -13,7 +13,10 @@ train_dataloader = dict(
     batch_size=batch_size,
     drop_last=False,  # the batch sampler yields whole batches only
     batch_sampler=dict(
-        type='ClassStratifiedBatchSampler', classes_per_batch=960))
+        type='ClassStratifiedBatchSampler', classes_per_batch=960),
+    # mmengine passes the `_scope_` that inheriting from `mmpretrain::` adds
+    # to collate_fn on to default_collate, which refuses it: restate it
+    collate_fn=dict(_delete_=True, type='default_collate'))
 
 optim_wrapper = dict(optimizer=dict(lr=0.3 * 3840 / 256))
 param_scheduler = [

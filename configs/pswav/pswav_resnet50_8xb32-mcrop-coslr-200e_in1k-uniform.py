@@ -6,6 +6,12 @@
 _base_ = 'mmpretrain::swav/swav_resnet50_8xb32-mcrop-coslr-200e_in1k-224px-96px.py'
 custom_imports = dict(imports=['pmsn_mm'], allow_failed_imports=False)
 
+# mmengine passes the `_scope_` that inheriting from `mmpretrain::` adds to
+# collate_fn on to default_collate, which refuses it: restate it plainly
+train_dataloader = dict(collate_fn=dict(_delete_=True, type='default_collate'))
+# the recipe's lr is for 8 GPUs x 32 images (`--auto-scale-lr` rescales it)
+auto_scale_lr = dict(base_batch_size=256)
+
 model = dict(
     type='PSwAV',
     head=dict(

@@ -72,3 +72,22 @@ def setup_cpu_distributed(cfg: Config, launcher: str) -> bool:
         wrapper['type'] = 'DeviceAwareDistributedDataParallel'
     cfg.model_wrapper_cfg = wrapper
     return True
+
+
+def end_distributed() -> bool:
+    """Leave the process group cleanly at the end of a run.
+
+    Without this, a gloo process group is torn down by the interpreter's
+    exit, and a rank sometimes aborts there (``terminate called without an
+    active exception``, SIGABRT) after a run that finished: the launcher
+    then reports a failed run. All ranks meet at a barrier first, so none
+    leaves while another still communicates.
+
+    Returns:
+        True if a process group was destroyed.
+    """
+    if not (dist.is_available() and dist.is_initialized()):
+        return False
+    dist.barrier()
+    dist.destroy_process_group()
+    return True

@@ -11,9 +11,8 @@ from mmengine.registry import init_default_scope
 from torch.nn.modules.batchnorm import _BatchNorm
 
 from mmpretrain.registry import DATASETS, MODELS, TRANSFORMS
+from pmsn_mm.datasets.sample_data import make_sample_data
 from tests._configs import REPO
-from tests._downstream_layouts import (clevr_scene, inat18_json,
-                                       write_clevr, write_inat18, write_kitti)
 from tests._linear_probe_toy import (BENCHMARKS, REPRESENTATIONS,
                                      save_pmsn_vit_checkpoint,
                                      save_resnet_checkpoint,
@@ -132,28 +131,22 @@ def test_config_follows_vissl_protocol(path):
     assert cfg.data_preprocessor.num_classes == classes
 
 
-def _fake_root(data, tmp_path):
-    """A fake original layout (annotations only) for the dataset."""
-    root = str(tmp_path)
-    if data.startswith('clevr'):
-        scenes = [clevr_scene(f'CLEVR_x_{i:06d}.png', [8.0 + i] * (3 + i))
-                  for i in range(4)]
-        return write_clevr(root, scenes, scenes)
-    if data == 'kitti-dist':
-        return write_kitti(root, {f'{i:06d}': [('Car', 5.0 * i)]
-                                  for i in range(10)})
-    images = [(i, f'train_val2018/Plantae/{i % 3}/{i}.jpg', i % 3)
-              for i in range(6)]
-    return write_inat18(root, inat18_json(images), inat18_json(images))
+#: dataset of a probe config -> sample data format
+SAMPLE_FORMAT = {'clevr-count': 'clevr', 'clevr-dist': 'clevr',
+                 'kitti-dist': 'kitti', 'inat18': 'inat18',
+                 'places205': 'places205', 'in1k': 'imagenet',
+                 'cifar100': 'cifar100'}
 
 
-@pytest.mark.parametrize('data', ['clevr-count', 'clevr-dist', 'kitti-dist',
-                                  'inat18'])
-def test_downstream_datasets_build_from_the_config(data, tmp_path):
-    """The config's dataset arguments fit pmsn_mm's dataset classes."""
+@pytest.mark.parametrize('data', sorted(SAMPLE_FORMAT))
+def test_downstream_datasets_read_their_real_layout(data, tmp_path):
+    """The config's dataset arguments read the dataset's own files (the
+    sample data of make_sample_data), with labels in the probe's range."""
     path = next(p for p in CONFIGS if _parts(p)['data'] == data)
     cfg = Config.fromfile(path)
-    root = _fake_root(data, tmp_path)
+    fmt = SAMPLE_FORMAT[data]
+    root = make_sample_data(str(tmp_path), [fmt],
+                            inat18_all_classes=False)[fmt]
     classes = DATASET_SETTINGS[data][0]
     init_default_scope('mmpretrain')
     for loader in (cfg.train_dataloader, cfg.val_dataloader):
@@ -161,6 +154,7 @@ def test_downstream_datasets_build_from_the_config(data, tmp_path):
         labels = [dataset.get_data_info(i)['gt_label']
                   for i in range(len(dataset))]
         assert labels and all(0 <= y < classes for y in labels)
+        assert len(set(labels)) > 1
 
 
 def _representative(rep):
@@ -240,19 +234,19 @@ def test_toy_probe_trains_with_frozen_encoder(rep, checkpoints, tmp_path):
 
 def test_in1k_1pct_reads_the_official_list(tmp_path):
     """The 1% configs keep exactly the images named in 1percent.txt."""
-    (tmp_path / 'meta').mkdir()
-    (tmp_path / 'meta' / 'train.txt').write_text(
-        'n01440764/n01440764_1.JPEG 0\nn01440764/n01440764_2.JPEG 0\n'
-        'n01443537/n01443537_7.JPEG 1\n')
-    (tmp_path / '1percent.txt').write_text(
-        'n01440764_2.JPEG\nn01443537_7.JPEG\n')
+    root = make_sample_data(str(tmp_path), ['imagenet'])['imagenet']
+    with open(osp.join(root, '1percent.txt')) as f:
+        listed = sorted(line.strip() for line in f if line.strip())
     path = next(p for p in CONFIGS if _parts(p)['data'] == 'in1k-1pct')
     cfg = Config.fromfile(path)
     train = cfg.train_dataloader.dataset
-    train.list_file = str(tmp_path / '1percent.txt')
-    train.dataset.data_root = str(tmp_path)
+    train.list_file = osp.join(root, '1percent.txt')
+    train.dataset.data_root = root
     init_default_scope('mmpretrain')
     dataset = DATASETS.build(train)
     names = sorted(osp.basename(dataset.get_data_info(i)['img_path'])
                    for i in range(len(dataset)))
-    assert names == ['n01440764_2.JPEG', 'n01443537_7.JPEG']
+    assert names == listed and len(names) == 10
+    # one image of each class, each with its folder's label
+    labels = [dataset.get_data_info(i)['gt_label'] for i in range(10)]
+    assert sorted(labels) == list(range(10))

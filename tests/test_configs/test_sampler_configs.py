@@ -11,6 +11,8 @@ from mmengine.registry import init_default_scope
 from mmengine.runner import Runner
 
 from mmpretrain.registry import MODELS
+from pmsn_mm.datasets.sample_data.layouts import (write_imagenet,
+                                                  write_inat18)
 from tests._configs import CONFIGS
 
 # the class-stratified (K study) and class-frequency (Table 4) configs
@@ -21,12 +23,18 @@ SAMPLER_CONFIGS = sorted(
     glob.glob(osp.join(CONFIGS, 'pmsn', '*frequency*.py')))
 
 
-def _fake_annotations(root, num_classes, per_class):
-    (root / 'meta').mkdir()
-    lines = [f'c{c}/{i}.jpg {c}' for c in range(num_classes)
-             for i in range(per_class)]
-    (root / 'meta' / 'train.txt').write_text('\n'.join(lines) + '\n')
-    return str(root)
+def _sample_set(dataset_type, root, num_classes, per_class):
+    """Real (8 px) images of ``num_classes`` classes in the layout of the
+    config's dataset: ImageNet folders + meta lists, or iNat18's JSON."""
+    rng = np.random.default_rng(0)
+    if dataset_type == 'INat18':
+        return write_inat18(str(root / 'inat18'), rng, all_classes=False,
+                            head_counts=[(c, per_class)
+                                         for c in range(num_classes)],
+                            long_side=(8, 8))
+    return write_imagenet(str(root / 'imagenet'), rng,
+                          train_counts=[per_class] * num_classes,
+                          long_side=(8, 8), val_per_class=0, awkward=False)
 
 
 def _loader_cfg(cfg, tmp_path):
@@ -41,9 +49,9 @@ def _loader_cfg(cfg, tmp_path):
     else:
         # enough classes/images for K = 960 (1 per class) and K = 2 (480)
         k = (loader.get('batch_sampler') or {}).get('classes_per_batch')
-        ds.data_root = _fake_annotations(tmp_path, 961, 2) if k == 960 \
-            else _fake_annotations(tmp_path, 10, 480)
-        ds.pipeline = []
+        classes, per_class = (961, 2) if k == 960 else (10, 480)
+        ds.data_root = _sample_set(ds.type, tmp_path, classes, per_class)
+        ds.pipeline = []  # the samplers read labels, never images
     return loader
 
 

@@ -36,3 +36,16 @@ def test_dist_train_two_cpu_processes(tmp_path):
     assert ckpt['meta']['iter'] == 2
     # one log per run; rank 1 writes none (mmengine logs on rank 0 only)
     assert len(glob.glob(osp.join(work_dir, '*', '*.log'))) == 1
+
+
+def test_exit_code_counter_counts_a_clean_launch(tmp_path):
+    """tools/misc/count_dist_exit_codes.py (run with --runs 20 for the
+    statistic) launches dist_train.sh and sees exit 0 + its checkpoint."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        'count_dist_exit_codes',
+        osp.join(REPO, 'tools', 'misc', 'count_dist_exit_codes.py'))
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    counts = tool.main(['--runs', '1', '--keep', str(tmp_path)])
+    assert dict(counts) == {(0, True): 1}

@@ -6,7 +6,7 @@ import pytest
 import torch.distributed as dist
 from mmengine.config import Config
 
-from pmsn_mm.utils import setup_cpu_distributed
+from pmsn_mm.utils import end_distributed, setup_cpu_distributed
 from tests._dist import free_port
 
 
@@ -43,3 +43,14 @@ def test_pytorch_launcher_on_cpu_uses_gloo_and_cpu_ddp():
         type='DeviceAwareDistributedDataParallel',
         broadcast_buffers=False,
         find_unused_parameters=True)
+
+
+def test_end_distributed_leaves_the_process_group():
+    """A run ends by destroying its gloo group (an exit with a live group
+    sometimes aborts a rank: tools/misc/count_dist_exit_codes.py)."""
+    assert end_distributed() is False  # nothing to end
+    dist.init_process_group(
+        'gloo', init_method=f'tcp://127.0.0.1:{free_port()}', rank=0,
+        world_size=1)
+    assert end_distributed() is True
+    assert not dist.is_initialized()

@@ -73,7 +73,18 @@ def _write_json(path: str, data: dict) -> None:
         json.dump(data, f)
 
 
-def write_imagenet(root: str, rng: np.random.Generator) -> str:
+def imagenet_wnids(num_classes: int) -> List[str]:
+    """The first ImageNet-1K wnids, then made-up ``n9xxxxxxx`` ids."""
+    extra = [f'n9{i:07d}' for i in range(num_classes - len(IMAGENET_WNIDS))]
+    return (list(IMAGENET_WNIDS) + extra)[:num_classes]
+
+
+def write_imagenet(root: str,
+                   rng: np.random.Generator,
+                   train_counts: Sequence[int] = IMAGENET_TRAIN_COUNTS,
+                   long_side: Tuple[int, int] = (160, 400),
+                   val_per_class: int = 2,
+                   awkward: bool = True) -> str:
     """ImageNet: ``train/<wnid>/<wnid>_<i>.JPEG``, ``val/ILSVRC2012_val_*``,
     ``meta/{train,val}.txt`` (``<path> <label>``) and SimCLR's
     ``1percent.txt`` (one training file name per line, one per class).
@@ -81,20 +92,26 @@ def write_imagenet(root: str, rng: np.random.Generator) -> str:
     Args:
         root: The data root to write (``data/imagenet``).
         rng: Source of randomness.
+        train_counts: Training images of each class (its length is the
+            number of classes).
+        long_side: Range of the images' long side.
+        val_per_class: Validation images per class.
+        awkward: Store the last training image of classes 0..7 as
+            :data:`AWKWARD` says.
 
     Returns:
         ``root``.
     """
-    num_classes = len(IMAGENET_WNIDS)
+    num_classes = len(train_counts)
     train, one_percent = [], []
     for label, (wnid, count) in enumerate(
-            zip(IMAGENET_WNIDS, IMAGENET_TRAIN_COUNTS)):
+            zip(imagenet_wnids(num_classes), train_counts)):
         for i in range(count):
-            kind, ext = (AWKWARD[label] if i == count - 1
+            kind, ext = (AWKWARD[label] if awkward and i == count - 1
                          and label < len(AWKWARD) else ('rgb_jpeg', '.JPEG'))
             name = f'{wnid}/{wnid}_{i + 1}{ext}'
             size = TINY_SIZE if kind == 'tiny_jpeg' else image_size(
-                rng, 160, 400)
+                rng, *long_side)
             rgb = class_image(label, num_classes, *size, rng)
             write_image(osp.join(root, 'train', name), rgb,
                         'rgb_jpeg' if kind == 'tiny_jpeg' else kind)
@@ -102,13 +119,13 @@ def write_imagenet(root: str, rng: np.random.Generator) -> str:
             if i == 0:
                 one_percent.append(osp.basename(name))
     val = []
-    for j in range(2 * num_classes):
+    for j in range(val_per_class * num_classes):
         label = j % num_classes
         name = f'ILSVRC2012_val_{j + 1:08d}.JPEG'
         write_image(osp.join(root, 'val', name),
                     class_image(label, num_classes, *image_size(
-                        rng, 160, 400), rng),
-                    'gray_jpeg' if j == 0 else 'rgb_jpeg')
+                        rng, *long_side), rng),
+                    'gray_jpeg' if awkward and j == 0 else 'rgb_jpeg')
         val.append(f'{name} {label}')
     _write_lines(osp.join(root, 'meta', 'train.txt'), train)
     _write_lines(osp.join(root, 'meta', 'val.txt'), val)
@@ -132,8 +149,11 @@ def _super(category: int) -> str:
     return INAT18_SUPERCATEGORIES[category % len(INAT18_SUPERCATEGORIES)]
 
 
-def write_inat18(root: str, rng: np.random.Generator,
-                 all_classes: bool = True) -> str:
+def write_inat18(root: str,
+                 rng: np.random.Generator,
+                 all_classes: bool = True,
+                 head_counts: Sequence[Tuple[int, int]] = INAT18_HEAD,
+                 long_side: Tuple[int, int] = (160, 400)) -> str:
     """iNat18: ``{train,val}2018.json`` and
     ``train_val2018/<supercategory>/<category_id>/<hash>.jpg``.
 
@@ -142,11 +162,14 @@ def write_inat18(root: str, rng: np.random.Generator,
         rng: Source of randomness.
         all_classes: Give every one of the 8142 categories at least one
             (small) training image, as the real set does.
+        head_counts: ``(category_id, training images)`` of the classes
+            with several images (each also gets 2 val images).
+        long_side: Range of the head images' long side.
 
     Returns:
         ``root``.
     """
-    head = dict(INAT18_HEAD)
+    head = dict(head_counts)
     order = list(range(len(head)))
 
     def image(category: int, size: Tuple[int, int]) -> str:
@@ -162,13 +185,13 @@ def write_inat18(root: str, rng: np.random.Generator,
     for step in range(max(head.values())):  # classes interleaved
         for category, count in head.items():
             if step < count:
-                train.append((image(category, image_size(rng, 160, 400)),
+                train.append((image(category, image_size(rng, *long_side)),
                               category))
     if all_classes:
         for category in range(INAT18_NUM_CLASSES):
             if category not in head:
                 train.append((image(category, (24, 32)), category))
-    val = [(image(category, image_size(rng, 160, 400)), category)
+    val = [(image(category, image_size(rng, *long_side)), category)
            for _ in range(2) for category in head]
     _write_json(osp.join(root, 'train2018.json'), _inat18_json(train, 0))
     _write_json(

@@ -1,0 +1,66 @@
+"""Every shipped config trains 2 iterations on real files of its format.
+
+One test per file under ``configs/`` (a new config is covered by existing),
+through ``tools/train.py``, on the sample data of
+``tools/dataset_converters/make_sample_data.py`` (decodable JPEGs and PNGs,
+the awkward ones included, in each dataset's own layout). Only sizes are
+shrunk (tests/_config_runs.py); pipelines, views, samplers, algorithms,
+heads, losses, priors and hooks are the config's.
+"""
+import importlib.util
+import math
+import os.path as osp
+
+import pytest
+from mmengine.config import Config
+
+from pmsn_mm.datasets.sample_data import make_sample_data
+from tests._config_runs import (RUNNABLE, config_id, save_backbone_checkpoint,
+                                shrink)
+from tests._configs import REPO
+
+
+def _tool(name):
+    spec = importlib.util.spec_from_file_location(
+        f'tool_{name}', osp.join(REPO, 'tools', f'{name}.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope='session')
+def sample_root(tmp_path_factory):
+    """A working directory whose data/ holds every sample dataset."""
+    root = tmp_path_factory.mktemp('sample')
+    make_sample_data(str(root / 'data'))
+    return root
+
+
+def test_every_config_is_collected():
+    names = {config_id(p) for p in RUNNABLE}
+    assert len(names) >= 87
+    assert not any(n.startswith('_base_') for n in names)
+
+
+@pytest.mark.parametrize('path', RUNNABLE, ids=config_id)
+def test_config_trains_two_iterations(path, sample_root, tmp_path,
+                                      monkeypatch):
+    monkeypatch.chdir(sample_root)
+    cfg = Config.fromfile(path)
+    ckpt = None
+    if cfg.model.type == 'ImageClassifier':  # a probe of a frozen encoder
+        ckpt = str(tmp_path / 'encoder.pth')
+        shrunk = shrink(Config.fromfile(path), str(tmp_path / 'unused'))
+        save_backbone_checkpoint(shrunk, ckpt)
+    shrink(cfg, str(tmp_path / 'work'), ckpt)
+    config = str(tmp_path / osp.basename(path))
+    cfg.dump(config)
+    runner = _tool('train').main([config])
+    assert runner.iter == 2
+    loss = runner.message_hub.get_scalar('train/loss').current()
+    assert math.isfinite(loss)
+    assert osp.isfile(osp.join(runner.work_dir, 'last_checkpoint'))
+    if runner.val_loop is not None and cfg.get('val_evaluator'):
+        metrics = {k: v for k, v in runner.message_hub.log_scalars.items()
+                   if k.startswith('val/')}
+        assert metrics, 'the val loop ran and logged its metrics'
