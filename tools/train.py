@@ -99,10 +99,28 @@ def merge_args(cfg: Config, args: argparse.Namespace) -> Config:
         cfg.val_dataloader = None
         cfg.val_evaluator = None
     if args.auto_scale_lr:
-        cfg.setdefault('auto_scale_lr', dict())['enable'] = True
+        enable_auto_scale_lr(cfg, args.config)
     if args.cfg_options is not None:
         cfg.merge_from_dict(args.cfg_options)
     return cfg
+
+
+def enable_auto_scale_lr(cfg: Config, config: str) -> None:
+    """Switch on mmengine's linear lr scaling (``lr * total batch /
+    base_batch_size``); a config without a base batch size is refused.
+
+    Args:
+        cfg: The config.
+        config: Its path, for the message.
+    """
+    base = (cfg.get('auto_scale_lr') or {}).get('base_batch_size')
+    if not isinstance(base, int) or isinstance(base, bool) or base < 1:
+        raise ValueError(
+            f'--auto-scale-lr: {config} sets no auto_scale_lr.base_batch_size'
+            f' (got auto_scale_lr={cfg.get("auto_scale_lr")!r}), the total '
+            'batch size its lr was chosen for. Add auto_scale_lr = dict('
+            'base_batch_size=N) to the config, or drop --auto-scale-lr.')
+    cfg.auto_scale_lr.enable = True
 
 
 def launcher_rank(launcher: str) -> int:

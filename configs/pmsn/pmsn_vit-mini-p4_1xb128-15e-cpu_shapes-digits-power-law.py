@@ -22,6 +22,8 @@ _base_ = [
 num_prototypes = 10
 epochs = 15
 batch_size = 128
+# the lr is for this batch (`--auto-scale-lr` rescales it)
+auto_scale_lr = dict(base_batch_size=batch_size)
 iters_per_epoch = 10000 // batch_size
 max_iters = epochs * iters_per_epoch
 warmup_iters = max_iters // 10

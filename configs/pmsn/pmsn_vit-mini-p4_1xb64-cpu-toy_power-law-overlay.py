@@ -13,6 +13,8 @@ _base_ = [
 prior = dict(type='PowerLawPrior', tau=0.5)
 max_iters = 1500
 batch_size = 64
+# the lr is for this batch (`--auto-scale-lr` rescales it)
+auto_scale_lr = dict(base_batch_size=batch_size)
 
 view_pipeline = [
     dict(type='RandomResizedCrop', scale=32, crop_ratio_range=(0.5, 1.0)),

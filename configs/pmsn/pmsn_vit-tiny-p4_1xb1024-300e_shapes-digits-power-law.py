@@ -16,6 +16,7 @@ _base_ = './pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py'
 
 num_images = 50000
 batch_size = 1024
+auto_scale_lr = dict(base_batch_size=batch_size)
 epochs = 300
 iters_per_epoch = num_images // batch_size
 max_iters = epochs * iters_per_epoch

@@ -23,6 +23,8 @@ train_pipeline = [
     dict(type='MultiView', num_views=2, transforms=[view_pipeline]),
     dict(type='PackInputs'),
 ]
+# the lr is for 2 processes x 16 images (`--auto-scale-lr` rescales it)
+auto_scale_lr = dict(base_batch_size=32)
 train_dataloader = dict(
     batch_size=16,
     dataset=dict(num_samples=512, pipeline=train_pipeline),

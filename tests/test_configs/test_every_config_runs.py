@@ -55,8 +55,16 @@ def test_config_trains_two_iterations(path, sample_root, tmp_path,
     shrink(cfg, str(tmp_path / 'work'), ckpt)
     config = str(tmp_path / osp.basename(path))
     cfg.dump(config)
-    runner = _tool('train').main([config])
+    runner = _tool('train').main([config, '--auto-scale-lr'])
     assert runner.iter == 2
+    # --auto-scale-lr: lr x (batch x 1 process) / the recipe's base batch
+    scaled = cfg.optim_wrapper.optimizer.lr * (
+        cfg.train_dataloader.batch_size / cfg.auto_scale_lr.base_batch_size)
+    # the optimizer's groups (the wrapper's param_groups add an unscaled
+    # copy of the defaults, which mmengine logs as `lr`)
+    initial = [g['initial_lr']
+               for g in runner.optim_wrapper.optimizer.param_groups]
+    assert max(initial) == pytest.approx(scaled, rel=1e-9)
     loss = runner.message_hub.get_scalar('train/loss').current()
     assert math.isfinite(loss)
     assert osp.isfile(osp.join(runner.work_dir, 'last_checkpoint'))

@@ -7,6 +7,8 @@
 _base_ = './power_law_overlay.py'
 
 batch_size = 60
+# the lr of the study's schedule is for this batch (`--auto-scale-lr`)
+auto_scale_lr = dict(base_batch_size=batch_size)
 
 # gray images replicated to 3 channels, normalised with the toy statistics
 toy_preprocessor = dict(

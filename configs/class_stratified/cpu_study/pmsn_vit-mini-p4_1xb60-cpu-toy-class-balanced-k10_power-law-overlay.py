@@ -9,3 +9,4 @@ train_dataloader = dict(
     batch_sampler=dict(
         type='ClassStratifiedBatchSampler', classes_per_batch=10),
     dataset=dict(label='background'))
+auto_scale_lr = dict(base_batch_size=60)
