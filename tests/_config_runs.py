@@ -74,8 +74,9 @@ def shrink_model(cfg: Config) -> None:
     width = shrink_backbone(model.backbone)
     if width is None:
         return
-    neck = model.get('neck') or {}
-    head = model.get('head') or {}
+    # a throwaway dict where the model has no neck / head
+    neck = model.get('neck') or ConfigDict()
+    head = model.get('head') or ConfigDict()
     kind = neck.get('type')
     if kind in ('MSNProjector', ):
         neck.update(in_channels=width, hidden_channels=64, out_channels=32)
@@ -104,6 +105,8 @@ def shrink_model(cfg: Config) -> None:
             head.bn_channels = width
     elif kind is None and head.get('type') == 'MultiLinearProbeHead':
         head.in_channels = width
+    elif kind is None and not head:  # a bare encoder (feature benchmarks)
+        pass
     else:
         raise NotImplementedError(f'no shrink rule for neck {kind}')
 
@@ -114,10 +117,14 @@ def _loaders(cfg: Config) -> List[ConfigDict]:
 
 
 def _shrink_toy_sets(dataset: ConfigDict, size: int) -> None:
-    """Fewer in-memory toy images (the files of real sets stay as they are)."""
+    """Fewer in-memory toy images; the first 64 files of a real set in a
+    kNN / logistic-regression pass."""
     if dataset.get('type') == 'KNNEvalDataset':
         for part in (dataset.memory, dataset.query):
             _shrink_toy_sets(part, 64)
+            if part.get('type') not in ('PowerLawOverlayDataset',
+                                        'LowShotDataset'):
+                part.indices = 64
     elif dataset.get('type') == 'PowerLawOverlayDataset' and dataset.get(
             'background_source') != 'cifar10':
         dataset.num_samples = size if dataset.get('num_samples') is None \
@@ -160,7 +167,12 @@ def shrink(cfg: Config, work_dir: str,
         init = (cfg.model.get(part) or {}).get('init_cfg')
         if isinstance(init, dict) and init.get('type') == 'Pretrained':
             init.checkpoint = backbone_ckpt
-    if cfg.get('optim_wrapper', {}).get('type') == 'AmpOptimWrapper':
+    if cfg.get('train_dataloader') is None:  # an evaluation-only config
+        cfg.test_dataloader.update(batch_size=4, num_workers=0,
+                                   persistent_workers=False)
+        _shrink_toy_sets(cfg.test_dataloader.dataset, 64)
+        return cfg
+    if (cfg.get('optim_wrapper') or {}).get('type') == 'AmpOptimWrapper':
         cfg.optim_wrapper.type = 'OptimWrapper'
         cfg.optim_wrapper.pop('loss_scale', None)
     train = cfg.train_dataloader

@@ -3,17 +3,32 @@
 Examples:
     python tools/test.py CONFIG CHECKPOINT
     bash tools/dist_test.sh CONFIG CHECKPOINT 8
+    # kNN / low-shot logistic regression of a pretrained encoder
+    python tools/test.py \
+        configs/pmsn/benchmarks/vit-small-p16-lastcls_knn-k20_in1k.py CKPT
+
+CONFIG must have a test loop: a trained linear probe's config, or a
+frozen-feature benchmark (``configs/pmsn/benchmarks/*_knn-*``,
+``*_logreg_*``); a pretraining config has none. Every weight of the model
+must be in CHECKPOINT (a missing one would be evaluated at its random
+initialisation, so it is refused).
 """
 import argparse
 import os
 import os.path as osp
 
+import torch
 from mmengine.config import Config, DictAction
 from mmengine.runner import Runner
+from mmengine.runner.checkpoint import CheckpointLoader
 
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
 from mmpretrain.registry import RUNNERS
 from pmsn_mm.utils import end_distributed, setup_cpu_distributed
+
+#: What ``--out`` writes: mmengine's ``DumpResults`` pickles the per-sample
+#: outputs, and accepts only these suffixes.
+OUT_SUFFIXES = ('.pkl', '.pickle')
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -22,7 +37,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument('checkpoint', help='checkpoint file')
     parser.add_argument('--work-dir', help='the dir to save logs and results')
     parser.add_argument(
-        '--out', help='dump the evaluation results to this pickle/json file')
+        '--out',
+        help='also pickle the per-sample outputs of the test loop (predicted '
+        'scores, or frozen features) to this .pkl/.pickle file '
+        "(mmengine's DumpResults); the metrics are in the log and the work "
+        "dir's JSON either way")
     parser.add_argument(
         '--cfg-options',
         nargs='+',
@@ -35,6 +54,10 @@ def parse_args(argv=None) -> argparse.Namespace:
         help='job launcher')
     parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
     args = parser.parse_args(argv)
+    if args.out is not None and not args.out.endswith(OUT_SUFFIXES):
+        parser.error(f'--out must name a {" or ".join(OUT_SUFFIXES)} file '
+                     f"(mmengine's DumpResults pickles the per-sample "
+                     f'outputs), got {args.out!r}.')
     if 'LOCAL_RANK' not in os.environ:
         os.environ['LOCAL_RANK'] = str(args.local_rank)
     return args
@@ -60,14 +83,54 @@ def merge_args(cfg: Config, args: argparse.Namespace) -> Config:
     return cfg
 
 
+def check_test_loop(cfg: Config, config: str) -> None:
+    """Refuse a config that cannot test (a pretraining config)."""
+    missing = [key for key in ('test_dataloader', 'test_cfg', 'test_evaluator')
+               if cfg.get(key) is None]
+    if missing:
+        raise ValueError(
+            f'{config} has no test loop ({", ".join(missing)} not set): it is '
+            'a training-only config. To evaluate a pretrained encoder use a '
+            'benchmark config, e.g. configs/pmsn/benchmarks/'
+            'vit-small-p16-lastcls_knn-k20_in1k.py (kNN), '
+            '*_logreg_in1k-1pct.py (low-shot logistic regression), or train a '
+            'linear probe (*-linear-*.py) with tools/train.py and test that.')
+
+
+def check_checkpoint_covers(model: torch.nn.Module, path: str) -> None:
+    """Refuse a checkpoint that lacks some of the model's weights.
+
+    mmengine loads ``load_from`` non-strictly; a checkpoint of another
+    architecture (or without the ``backbone.`` prefix) would leave weights at
+    their initialisation and be evaluated silently.
+    """
+    ckpt = CheckpointLoader.load_checkpoint(path, map_location='cpu')
+    state = ckpt.get('state_dict', ckpt) if isinstance(ckpt, dict) else {}
+    keys = {k[len('module.'):] if k.startswith('module.') else k
+            for k in state}
+    missing = [k for k in model.state_dict() if k not in keys]
+    if missing:
+        tops = sorted({k.split('.')[0] for k in keys})
+        raise ValueError(
+            f'{path} lacks {len(missing)} of the model\'s '
+            f'{len(model.state_dict())} weights (e.g. {missing[:4]}); it has '
+            f'top-level names {tops}. For a PMSN/MSN encoder, pass the '
+            'pretraining checkpoint (backbone.* = online encoder) or the '
+            'output of tools/model_converters/pmsn_to_backbone.py (--target '
+            'for the EMA target).')
+
+
 def main(argv=None) -> dict:
+    """Test; returns the metrics."""
     args = parse_args(argv)
     cfg = merge_args(Config.fromfile(args.config), args)
+    check_test_loop(cfg, args.config)
     setup_cpu_distributed(cfg, args.launcher)
     if 'runner_type' not in cfg:
         runner = Runner.from_cfg(cfg)
     else:
         runner = RUNNERS.build(cfg)
+    check_checkpoint_covers(runner.model, args.checkpoint)
     metrics = runner.test()
     end_distributed()
     return metrics

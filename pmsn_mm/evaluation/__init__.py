@@ -1,8 +1,6 @@
-"""Evaluation: kNN and probe metrics, and the pure functions behind them.
-
-The scikit-learn logistic regression of the low-shot benchmarks is in
-``pmsn_mm.evaluation.functional.logistic_regression`` (not imported here).
-"""
+"""Evaluation: kNN, logistic-regression and probe metrics, and the pure
+functions behind them (scikit-learn is imported only when a logistic
+regression is fit)."""
 from . import metrics  # noqa: F401
 from .functional import knn_top1, weighted_knn_scores
 

@@ -1,7 +1,8 @@
-"""Every shipped config trains 2 iterations on real files of its format.
+"""Every shipped config trains 2 iterations (or evaluates, for the kNN and
+logistic-regression benchmarks) on real files of its format.
 
 One test per file under ``configs/`` (a new config is covered by existing),
-through ``tools/train.py``, on the sample data of
+through ``tools/train.py`` (``tools/test.py``), on the sample data of
 ``tools/dataset_converters/make_sample_data.py`` (decodable JPEGs and PNGs,
 the awkward ones included, in each dataset's own layout). Only sizes are
 shrunk (tests/_config_runs.py); pipelines, views, samplers, algorithms,
@@ -55,6 +56,11 @@ def test_config_trains_two_iterations(path, sample_root, tmp_path,
     shrink(cfg, str(tmp_path / 'work'), ckpt)
     config = str(tmp_path / osp.basename(path))
     cfg.dump(config)
+    if cfg.get('train_dataloader') is None:  # evaluates a checkpoint
+        metrics = _tool('test').main([config, ckpt])
+        assert metrics and all(0 <= v <= 100 for k, v in metrics.items()
+                                if k.endswith('top1'))
+        return
     runner = _tool('train').main([config, '--auto-scale-lr'])
     assert runner.iter == 2
     # --auto-scale-lr: lr x (batch x 1 process) / the recipe's base batch

@@ -12,13 +12,16 @@ from torch.nn.modules.batchnorm import _BatchNorm
 
 from mmpretrain.registry import DATASETS, MODELS, TRANSFORMS
 from pmsn_mm.datasets.sample_data import make_sample_data
+from pmsn_mm.datasets.sample_data.layouts import IMAGENET_WNIDS
 from tests._configs import REPO
 from tests._linear_probe_toy import (BENCHMARKS, REPRESENTATIONS,
                                      save_pmsn_vit_checkpoint,
                                      save_resnet_checkpoint,
                                      write_toy_probe_config)
 
-CONFIGS = sorted(glob.glob(osp.join(BENCHMARKS, '*.py')))
+#: the linear probes (the kNN / logistic-regression configs beside them are
+#: tested in test_frozen_feature_configs.py)
+CONFIGS = sorted(glob.glob(osp.join(BENCHMARKS, '*-linear-*.py')))
 
 #: dataset -> (classes, epochs, milestones or 'cos', dataset type)
 DATASET_SETTINGS = {
@@ -246,7 +249,12 @@ def test_in1k_1pct_reads_the_official_list(tmp_path):
     dataset = DATASETS.build(train)
     names = sorted(osp.basename(dataset.get_data_info(i)['img_path'])
                    for i in range(len(dataset)))
-    assert names == listed and len(names) == 10
-    # one image of each class, each with its folder's label
-    labels = [dataset.get_data_info(i)['gt_label'] for i in range(10)]
-    assert sorted(labels) == list(range(10))
+    assert names == listed and len(names) == 30
+    # 3 images of each class, each with its folder's label
+    for i in range(30):
+        info = dataset.get_data_info(i)
+        wnid = osp.basename(osp.dirname(info['img_path']))
+        assert osp.basename(info['img_path']).startswith(wnid)
+        assert info['gt_label'] == IMAGENET_WNIDS.index(wnid)
+    assert sorted(dataset.get_data_info(i)['gt_label']
+                  for i in range(30)) == sorted(list(range(10)) * 3)

@@ -117,7 +117,7 @@ def test_random_train_pipeline_is_refused(toy, tmp_path):
 
 
 @pytest.mark.parametrize('path', sorted(glob.glob(
-    osp.join(BENCHMARKS, 'vit-small-p16-lastcls*.py'))), ids=osp.basename)
+    osp.join(BENCHMARKS, 'vit-small-p16-lastcls_*-linear-*.py'))), ids=osp.basename)
 def test_vissl_configs_need_use_test_pipeline(path):
     tool = _tool()
     cfg = Config.fromfile(path)

@@ -87,26 +87,66 @@ def test_strip_prefix_gives_bare_backbone_keys(pmsn_ckpt, tmp_path):
                                state['backbone.ln1.weight'])
 
 
-def test_timm_format_gives_the_same_cls_features(pmsn_ckpt, tmp_path, capsys):
-    from timm.models.vision_transformer import VisionTransformer
+def _exec_printed_code(out: str):
+    """Run the lines the converter printed after 'load it with:'."""
+    code = out.split('load it with:\n', 1)[1]
+    scope: dict = {}
+    exec(code, scope)  # noqa: S102  (the test's point)
+    return scope['model'].eval()
+
+
+def test_timm_export_prints_lines_that_build_and_load(pmsn_ckpt, tmp_path,
+                                                       capsys):
     src, state = pmsn_ckpt
     dst = str(tmp_path / 'timm.pth')
     converter = _converter()
-    converter.main([src, dst, '--timm'])
-    assert 'num_heads=<H>' in capsys.readouterr().out
-    timm_state = torch.load(dst, weights_only=True)
-    kwargs = converter.timm_kwargs(timm_state)
-    assert kwargs == dict(img_size=32, patch_size=8, embed_dim=32, depth=4,
-                          mlp_ratio=2.0, qkv_bias=True, final_norm=True,
-                          pre_norm=False, num_classes=0)
-    timm_vit = VisionTransformer(num_heads=2, **kwargs)  # LN eps 1e-6
-    timm_vit.load_state_dict(timm_state, strict=True)
-    timm_vit.eval()
+    converter.main([src, dst, '--timm', '--num-heads', '2'])
+    timm_vit = _exec_printed_code(capsys.readouterr().out)
+    assert converter.timm_kwargs(torch.load(dst, weights_only=True)) == dict(
+        img_size=32, patch_size=8, in_chans=3, embed_dim=32, depth=4,
+        mlp_ratio=2.0, qkv_bias=True, final_norm=True, pre_norm=False,
+        num_classes=0)
     online, _ = _pmsn_backbones(state)
     x = torch.randn(3, 3, 32, 32)
     with torch.no_grad():
         torch.testing.assert_close(
             timm_vit(x), online(x)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_timm_heads_come_from_the_training_config(tmp_path, capsys):
+    """A checkpoint of tools/train.py holds its config (meta['cfg']): the
+    printed constructor gets num_heads (here 2 of a 1-channel toy ViT)
+    from it, and the target encoder's features match too."""
+    from mmengine.config import Config
+    from mmengine.runner import Runner
+    from tests._configs import TINY_PMSN, write_config
+    cfg = Config.fromfile(write_config(tmp_path, TINY_PMSN))
+    cfg.work_dir = str(tmp_path / 'work')
+    cfg.train_cfg.max_iters = 2
+    cfg.val_dataloader = cfg.val_evaluator = cfg.val_cfg = None
+    runner = Runner.from_cfg(cfg)
+    runner.train()
+    src = osp.join(cfg.work_dir, 'iter_2.pth')
+    dst = str(tmp_path / 'timm.pth')
+    _converter().main([src, dst, '--timm', '--target'])
+    timm_vit = _exec_printed_code(capsys.readouterr().out)
+    assert timm_vit.patch_embed.proj.in_channels == 1
+    assert timm_vit.blocks[0].attn.num_heads == 2
+    target = runner.model.target_net.module[0]
+    target.eval()  # mmpretrain's train() returns None
+    x = torch.randn(2, 1, 20, 20)
+    with torch.no_grad():
+        torch.testing.assert_close(timm_vit(x), target(x)[0], rtol=1e-5,
+                                   atol=1e-5)
+
+
+def test_timm_export_without_heads_asks_for_them(pmsn_ckpt, tmp_path):
+    src, _ = pmsn_ckpt  # saved without a training config
+    with pytest.raises(ValueError, match='pass --num-heads N'):
+        _converter().main([src, str(tmp_path / 'x.pth'), '--timm'])
+    with pytest.raises(ValueError, match='num_heads=3 does not divide'):
+        _converter().main([src, str(tmp_path / 'x.pth'), '--timm',
+                           '--num-heads', '3'])
 
 
 def test_timm_format_with_layer_scale():
@@ -139,11 +179,12 @@ def test_errors(pmsn_ckpt, tmp_path):
         converter.main([resnet, str(tmp_path / 'x.pth'), '--target'])
     with pytest.raises(ValueError, match='timm export supports mmpretrain '
                        'VisionTransformer'):
-        converter.main([resnet, str(tmp_path / 'x.pth'), '--timm'])
+        converter.main([resnet, str(tmp_path / 'x.pth'), '--timm',
+                        '--num-heads', '2'])
     with pytest.raises(ValueError, match='--strip-prefix applies to the '
                        'mmpretrain format only'):
         converter.main([src, str(tmp_path / 'x.pth'), '--timm',
-                        '--strip-prefix'])
+                        '--num-heads', '2', '--strip-prefix'])
     # a ResNet backbone converts fine to the mmpretrain format
     state = converter.main([resnet, str(tmp_path / 'r.pth')])
     assert 'conv1.weight' in state

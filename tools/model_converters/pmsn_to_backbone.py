@@ -10,8 +10,11 @@ Formats:
   ``ResNet`` (``Pretrained`` without prefix, or ``load_state_dict``).
 - timm (``--timm``, ViTs only): a plain state dict with timm's
   ``VisionTransformer`` keys, for ``model.load_state_dict(...)`` of e.g.
-  ``timm.create_model('vit_small_patch16_224', num_classes=0)``. The
-  matching timm constructor arguments are printed.
+  ``timm.create_model('vit_small_patch16_224', num_classes=0)``. Python
+  lines that build the matching timm ``VisionTransformer`` (features only)
+  and load the file are printed; the number of attention heads, which the
+  weights do not hold, comes from the training config saved in the
+  checkpoint (mmengine's ``meta['cfg']``) or from ``--num-heads``.
 
 The online encoder (``backbone.*``) is extracted by default; ``--target``
 takes the EMA target encoder (``target_net.module.0.*``), which is what the
@@ -124,13 +127,42 @@ def mmpretrain_vit_to_timm(
     return out
 
 
-def timm_kwargs(timm_state: Dict[str, torch.Tensor]) -> Dict[str, object]:
-    """timm ``VisionTransformer`` arguments readable from the weights.
+def checkpoint_num_heads(path: str) -> Optional[int]:
+    """Attention heads of the ViT backbone in the training config that
+    mmengine saved in the checkpoint (``meta['cfg']``), or None (online and
+    EMA target encoders share the arch).
 
-    ``num_heads`` is not stored in the weights and must be added.
+    Args:
+        path: Checkpoint file.
+    """
+    from mmengine.config import Config
+    from mmengine.registry import init_default_scope
+    from mmpretrain.registry import MODELS
+    ckpt = torch.load(path, map_location='cpu', weights_only=True)
+    text = ckpt.get('meta', {}).get('cfg') if isinstance(ckpt, dict) \
+        else None
+    if not text:
+        return None
+    backbone = Config.fromstring(text, '.py').model.get('backbone', {})
+    arch = backbone.get('arch')
+    if isinstance(arch, dict):
+        return int(arch['num_heads'])
+    init_default_scope('mmpretrain')
+    zoo = getattr(MODELS.get(backbone.get('type', '')), 'arch_zoo', {})
+    for names, settings in zoo.items():
+        if arch in (names if isinstance(names, (list, tuple)) else [names]):
+            return int(settings['num_heads'])
+    return None
+
+
+def timm_kwargs(timm_state: Dict[str, torch.Tensor],
+                num_heads: Optional[int] = None) -> Dict[str, object]:
+    """timm ``VisionTransformer`` arguments readable from the weights.
 
     Args:
         timm_state: Output of :func:`mmpretrain_vit_to_timm`.
+        num_heads: Attention heads (the weights do not hold them); left out
+            when None.
 
     Returns:
         Keyword arguments (``num_classes=0``: features only).
@@ -144,6 +176,7 @@ def timm_kwargs(timm_state: Dict[str, torch.Tensor]) -> Dict[str, object]:
     kwargs = dict(
         img_size=int(round(num_patches**0.5)) * patch,
         patch_size=patch,
+        in_chans=proj.shape[1],
         embed_dim=embed_dim,
         depth=depth,
         mlp_ratio=fc1.shape[0] / embed_dim if fc1 is not None else 4.0,
@@ -153,7 +186,26 @@ def timm_kwargs(timm_state: Dict[str, torch.Tensor]) -> Dict[str, object]:
         num_classes=0)
     if 'blocks.0.ls1.gamma' in timm_state:
         kwargs['init_values'] = 1e-5  # any value: creates LayerScale
+    if num_heads is not None:
+        if embed_dim % num_heads:
+            raise ValueError(f'num_heads={num_heads} does not divide the '
+                             f'embedding width {embed_dim}.')
+        kwargs['num_heads'] = num_heads
     return kwargs
+
+
+def timm_loading_code(kwargs: Dict[str, object], path: str) -> str:
+    """Python lines that build the timm ViT and load ``path`` into it.
+
+    Args:
+        kwargs: Output of :func:`timm_kwargs` (with ``num_heads``).
+        path: The written timm state dict.
+    """
+    args = ', '.join(f'{k}={v!r}' for k, v in kwargs.items())
+    return ('import timm, torch\n'
+            f'model = timm.models.vision_transformer.VisionTransformer('
+            f'{args})\n'
+            f'model.load_state_dict(torch.load({osp.abspath(path)!r}))')
 
 
 def convert(src: str,
@@ -212,6 +264,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         action='store_true',
         help="write timm VisionTransformer keys (ViTs only)")
     parser.add_argument(
+        '--num-heads',
+        type=int,
+        help='attention heads of the ViT, for the printed timm constructor '
+        "(default: from the checkpoint's saved training config)")
+    parser.add_argument(
         '--strip-prefix',
         action='store_true',
         help="mmpretrain format with bare keys (no 'backbone.'), for "
@@ -221,14 +278,21 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, torch.Tensor]:
     args = parse_args(argv)
+    num_heads = args.num_heads
+    if args.timm and num_heads is None:
+        num_heads = checkpoint_num_heads(args.src)
+        if num_heads is None:
+            raise ValueError(
+                f'--timm needs the number of attention heads, which the '
+                f'weights do not hold and {args.src} has no training config '
+                "(meta['cfg']) to read it from: pass --num-heads N.")
     state = convert(args.src, args.dst, args.target, args.timm,
                     args.strip_prefix)
     which = 'target' if args.target else 'online'
     print(f'wrote {len(state)} {which}-encoder tensors to {args.dst}')
     if args.timm:
-        kwargs = ', '.join(f'{k}={v!r}' for k, v in timm_kwargs(state).items())
-        print('load with: timm.models.vision_transformer.VisionTransformer('
-              f'{kwargs}, num_heads=<H>).load_state_dict(torch.load(DST))')
+        print('load it with:\n' + timm_loading_code(
+            timm_kwargs(state, num_heads), args.dst))
     return state
 
 

@@ -29,6 +29,9 @@ AWKWARD: Tuple[Tuple[str, str], ...] = (
     ('exif_rotated_jpeg', '.JPEG'), ('png_as_jpeg', '.JPEG'),
     ('rgba_png', '.png'), ('gray16_png', '.png'), ('rgb16_png', '.png'),
     ('tiny_jpeg', '.JPEG'))
+#: Images per class in the sample ``1percent.txt`` (the real list has ~13):
+#: enough for a logistic regression to hold one out when choosing C.
+ONE_PERCENT_PER_CLASS = 3
 #: An image smaller than every crop of the shipped pipelines (96 px).
 TINY_SIZE = (30, 40)
 #: The first ten ImageNet-1K classes (labels 0..9 of the official order).
@@ -87,7 +90,8 @@ def write_imagenet(root: str,
                    awkward: bool = True) -> str:
     """ImageNet: ``train/<wnid>/<wnid>_<i>.JPEG``, ``val/ILSVRC2012_val_*``,
     ``meta/{train,val}.txt`` (``<path> <label>``) and SimCLR's
-    ``1percent.txt`` (one training file name per line, one per class).
+    ``1percent.txt`` (one training file name per line,
+    :data:`ONE_PERCENT_PER_CLASS` per class).
 
     Args:
         root: The data root to write (``data/imagenet``).
@@ -116,7 +120,7 @@ def write_imagenet(root: str,
             write_image(osp.join(root, 'train', name), rgb,
                         'rgb_jpeg' if kind == 'tiny_jpeg' else kind)
             train.append(f'{name} {label}')
-            if i == 0:
+            if i < ONE_PERCENT_PER_CLASS:
                 one_percent.append(osp.basename(name))
     val = []
     for j in range(val_per_class * num_classes):

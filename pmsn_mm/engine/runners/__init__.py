@@ -1,4 +1,4 @@
 """Loops (registered in mmpretrain's ``LOOPS``)."""
-from .feature_val_loop import FeatureValLoop
+from .feature_loops import FeatureTestLoop, FeatureValLoop, feature_iter
 
-__all__ = ['FeatureValLoop']
+__all__ = ['FeatureValLoop', 'FeatureTestLoop', 'feature_iter']

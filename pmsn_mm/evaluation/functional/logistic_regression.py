@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any, Dict, Sequence, Tuple
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
 
 #: Default grid of inverse regularisation strengths C (= 1 / lambda).
 DEFAULT_CS: Tuple[float, ...] = (0.01, 0.1, 1.0, 10.0, 100.0)
@@ -85,12 +84,14 @@ def stratified_holdout(labels: np.ndarray, val_fraction: float,
 
 
 def _fit(feats: np.ndarray, labels: np.ndarray, c: float, max_iter: int,
-         seed: int) -> LogisticRegression:
+         seed: int) -> 'LogisticRegression':  # noqa: F821
+    # imported here: importing pmsn_mm (and this module) loads no sklearn
+    from sklearn.linear_model import LogisticRegression
     clf = LogisticRegression(C=c, max_iter=max_iter, random_state=seed)
     return clf.fit(feats, labels)
 
 
-def _accuracy(clf: LogisticRegression, feats: np.ndarray,
+def _accuracy(clf: 'LogisticRegression', feats: np.ndarray,
               labels: np.ndarray) -> float:
     return float((clf.predict(feats) == labels).mean() * 100)
 
