@@ -7,10 +7,11 @@ feature extractor (even an untrained one) separates the classes and a label
 permutation anywhere in a pipeline shows up as chance accuracy.
 
 Encodings (:data:`KINDS`, :func:`write_image`): the file types a real image
-set mixes in — baseline RGB JPEG, grayscale JPEG, CMYK JPEG (Adobe), a JPEG
-whose EXIF orientation rotates it, PNG bytes behind a ``.JPEG`` name (as
-one ImageNet training file), PNG with alpha, 16-bit grayscale and 16-bit RGB
-PNG, and (:func:`truncate`) a truncated JPEG. :func:`expected_rgb` is what a
+set mixes in — baseline and progressive RGB JPEG, grayscale JPEG, CMYK JPEG
+(Adobe), a JPEG whose EXIF orientation rotates it, PNG bytes behind a
+``.JPEG`` name (as one ImageNet training file), palette PNG, PNG with alpha
+(RGBA, grey + alpha), 16-bit grayscale and 16-bit RGB PNG, and
+(:func:`truncate`) a truncated JPEG. :func:`expected_rgb` is what a
 correct loader returns for such a file, computed with PIL alone.
 """
 import io
@@ -25,7 +26,8 @@ from PIL import Image, ImageOps
 #: Encodings :func:`write_image` writes (the file's extension is the
 #: caller's; ``png_as_jpeg`` is meant for a ``.JPEG`` name).
 KINDS = ('rgb_jpeg', 'gray_jpeg', 'cmyk_jpeg', 'exif_rotated_jpeg',
-         'png_as_jpeg', 'rgba_png', 'gray16_png', 'rgb16_png', 'rgb_png')
+         'progressive_jpeg', 'png_as_jpeg', 'rgba_png', 'gray16_png',
+         'rgb16_png', 'rgb_png', 'palette_png', 'gray_alpha_png')
 #: EXIF orientation 6: the stored pixels are shown turned 90° clockwise.
 EXIF_ORIENTATION_TAG = 0x0112
 
@@ -73,6 +75,8 @@ def write_image(path: str, rgb: np.ndarray, kind: str = 'rgb_jpeg',
     image = Image.fromarray(rgb, 'RGB')
     if kind == 'rgb_jpeg':
         image.save(path, 'JPEG', quality=quality)
+    elif kind == 'progressive_jpeg':
+        image.save(path, 'JPEG', quality=quality, progressive=True)
     elif kind == 'gray_jpeg':
         image.convert('L').save(path, 'JPEG', quality=quality)
     elif kind == 'cmyk_jpeg':
@@ -85,6 +89,10 @@ def write_image(path: str, rgb: np.ndarray, kind: str = 'rgb_jpeg',
             path, 'JPEG', quality=quality, exif=exif.tobytes())
     elif kind in ('png_as_jpeg', 'rgb_png'):
         image.save(path, 'PNG')
+    elif kind == 'palette_png':
+        image.quantize(64).save(path, 'PNG')
+    elif kind == 'gray_alpha_png':
+        image.convert('LA').save(path, 'PNG')
     elif kind == 'rgba_png':
         alpha = np.linspace(0, 255, rgb.shape[1], dtype=np.uint8)
         rgba = np.dstack([rgb, np.broadcast_to(alpha, rgb.shape[:2])])

@@ -22,13 +22,14 @@ from .images import class_image, image_size, write_image
 #: The formats, each written into ``<root>/<format>`` (configs' data roots).
 FORMATS = ('imagenet', 'inat18', 'places205', 'clevr', 'kitti', 'cifar10',
            'cifar100', 'mnist')
-#: ImageNet training images of classes 0..7 that are stored awkwardly
-#: (file kind, extension); the rest are RGB JPEGs.
+#: How the last ImageNet training image of class 0, 1, ... is stored (file
+#: kind, extension); the rest are baseline RGB JPEGs.
 AWKWARD: Tuple[Tuple[str, str], ...] = (
     ('gray_jpeg', '.JPEG'), ('cmyk_jpeg', '.JPEG'),
     ('exif_rotated_jpeg', '.JPEG'), ('png_as_jpeg', '.JPEG'),
     ('rgba_png', '.png'), ('gray16_png', '.png'), ('rgb16_png', '.png'),
-    ('tiny_jpeg', '.JPEG'))
+    ('tiny_jpeg', '.JPEG'), ('progressive_jpeg', '.JPEG'),
+    ('palette_png', '.png'))
 #: Images per class in the sample ``1percent.txt`` (the real list has ~13):
 #: enough for a logistic regression to hold one out when choosing C.
 ONE_PERCENT_PER_CLASS = 3
@@ -100,7 +101,7 @@ def write_imagenet(root: str,
             number of classes).
         long_side: Range of the images' long side.
         val_per_class: Validation images per class.
-        awkward: Store the last training image of classes 0..7 as
+        awkward: Store the last training image of the first classes as
             :data:`AWKWARD` says.
 
     Returns:
@@ -315,7 +316,7 @@ def write_kitti(root: str, rng: np.random.Generator,
                 size: Tuple[int, int] = (75, 248)) -> str:
     """KITTI object ``training/label_2/<id>.txt`` (15-field lines) and
     ``training/image_2/<id>.png`` (1242 x 375 in the real set; ``size``
-    here); one image is stored as 16-bit PNG.
+    here); one image is stored as 16-bit PNG, one as grey + alpha.
 
     Args:
         root: The data root to write (``data/kitti``).
@@ -339,7 +340,7 @@ def write_kitti(root: str, rng: np.random.Generator,
                      lines)
         write_image(osp.join(root, 'training', 'image_2', f'{i:06d}.png'),
                     class_image(label, len(nearest), *size, rng),
-                    'rgb16_png' if i == 3 else 'rgb_png')
+                    {3: 'rgb16_png', 7: 'gray_alpha_png'}.get(i, 'rgb_png'))
     return root
 
 
