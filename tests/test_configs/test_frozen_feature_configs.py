@@ -1,0 +1,53 @@
+"""kNN and low-shot logistic-regression benchmarks: settings of the paper's
+evaluations (each also runs on sample files in test_every_config_runs.py)."""
+import glob
+import os.path as osp
+
+import pytest
+from mmengine.config import Config
+
+from tests._configs import CONFIGS
+
+BENCH = osp.join(CONFIGS, 'pmsn', 'benchmarks')
+KNN = sorted(glob.glob(osp.join(BENCH, '*_knn-*.py')))
+LOGREG = sorted(glob.glob(osp.join(BENCH, '*_logreg_*.py')))
+
+
+def test_there_are_knn_and_logreg_benchmarks():
+    names = {osp.basename(p) for p in KNN + LOGREG}
+    for rep in ('vit-small-p16-lastcls', 'vit-base-p16-lastcls',
+                'resnet50-pool2048'):
+        assert f'{rep}_knn-k20_in1k.py' in names
+        assert f'{rep}_logreg_in1k-1pct.py' in names
+    assert 'vit-small-p16-lastcls_knn-k20_inat18.py' in names
+
+
+@pytest.mark.parametrize('path', KNN + LOGREG, ids=osp.basename)
+def test_benchmark_evaluates_a_frozen_encoder(path):
+    cfg = Config.fromfile(path)
+    assert cfg.get('train_dataloader') is None and cfg.get('train_cfg') is None
+    assert cfg.test_cfg.type == 'FeatureTestLoop'
+    assert cfg.model.type == 'ImageClassifier' and cfg.model.head is None
+    assert cfg.model.backbone.init_cfg is None  # the test.py checkpoint
+    if cfg.model.backbone.type == 'VisionTransformer':
+        assert cfg.model.backbone.out_type == 'cls_token'
+        assert cfg.model.backbone.final_norm is True
+    dataset = cfg.test_dataloader.dataset
+    assert dataset.type == 'KNNEvalDataset'
+    memory, query = dataset.memory, dataset.query
+    inat = 'inat18' in osp.basename(path)
+    if memory.type == 'LowShotDataset':
+        assert memory.list_file == 'data/imagenet/1percent.txt'
+        memory = memory.dataset
+    assert memory.split == 'train'
+    assert query.split == ('test' if inat else 'val')
+    assert memory.pipeline == query.pipeline  # the test transforms, both
+    assert [t.type for t in query.pipeline] == [
+        'LoadImageFromFile', 'ResizeEdge', 'CenterCrop', 'PackInputs']
+    metric = cfg.test_evaluator
+    if path in KNN:
+        assert (metric.type, metric.k, metric.temperature) == (
+            'KNNAccuracy', 20, 0.07)
+        assert metric.num_classes == (8142 if inat else 1000)
+    else:
+        assert metric == dict(type='LogisticRegressionAccuracy')
