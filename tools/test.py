@@ -16,6 +16,7 @@ initialisation, so it is refused).
 import argparse
 import os
 import os.path as osp
+from typing import Tuple
 
 import torch
 from mmengine.config import Config, DictAction
@@ -24,7 +25,8 @@ from mmengine.runner.checkpoint import CheckpointLoader
 
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
 from mmpretrain.registry import RUNNERS
-from pmsn_mm.utils import end_distributed, setup_cpu_distributed
+from pmsn_mm.utils import (end_distributed, exit_after_distributed_run,
+                           setup_cpu_distributed)
 
 #: What ``--out`` writes: mmengine's ``DumpResults`` pickles the per-sample
 #: outputs, and accepts only these suffixes.
@@ -120,8 +122,8 @@ def check_checkpoint_covers(model: torch.nn.Module, path: str) -> None:
             'for the EMA target).')
 
 
-def main(argv=None) -> dict:
-    """Test; returns the metrics."""
+def run(argv=None) -> Tuple[Runner, dict]:
+    """Test; returns the runner and the metrics."""
     args = parse_args(argv)
     cfg = merge_args(Config.fromfile(args.config), args)
     check_test_loop(cfg, args.config)
@@ -133,8 +135,15 @@ def main(argv=None) -> dict:
     check_checkpoint_covers(runner.model, args.checkpoint)
     metrics = runner.test()
     end_distributed()
-    return metrics
+    return runner, metrics
+
+
+def main(argv=None) -> dict:
+    """Test; returns the metrics."""
+    return run(argv)[1]
 
 
 if __name__ == '__main__':
-    main()
+    finished, _ = run()
+    if finished.distributed:  # see exit_after_distributed_run
+        exit_after_distributed_run(finished)

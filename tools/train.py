@@ -22,8 +22,8 @@ from mmengine.runner import Runner
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
 from mmpretrain.registry import RUNNERS
 from pmsn_mm.datasets.samplers import sync_sampler_batch_size
-from pmsn_mm.utils import (end_distributed, prepare_work_dir,
-                           setup_cpu_distributed)
+from pmsn_mm.utils import (end_distributed, exit_after_distributed_run,
+                           prepare_work_dir, setup_cpu_distributed)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -153,4 +153,6 @@ def main(argv=None) -> Runner:
 
 
 if __name__ == '__main__':
-    main()
+    finished = main()
+    if finished.distributed:  # see exit_after_distributed_run
+        exit_after_distributed_run(finished)

@@ -3,19 +3,32 @@
 # queue of 3840 from epoch 15, LARS, 200 epochs), unchanged except that the
 # codes come from pmsn_mm's distributed Sinkhorn (prototype sums all-reduced
 # every iteration, as in the official SwAV).
-_base_ = 'mmpretrain::swav/swav_resnet50_8xb32-mcrop-coslr-200e_in1k-224px-96px.py'
-custom_imports = dict(imports=['pmsn_mm'], allow_failed_imports=False)
+_base_ = './pswav_resnet50_8xb32-mcrop-coslr-200e_in1k-uniform-per-sample.py'
 
-# mmengine passes the `_scope_` that inheriting from `mmpretrain::` adds to
-# collate_fn on to default_collate, which refuses it: restate it plainly
-train_dataloader = dict(collate_fn=dict(_delete_=True, type='default_collate'))
-# the recipe's lr is for 8 GPUs x 32 images (`--auto-scale-lr` rescales it)
-auto_scale_lr = dict(base_batch_size=256)
-
+# SwAV's views (2 x 224 px, scale (0.14, 1); 6 x 96 px, scale (0.05, 0.14);
+# colour jitter 0.8/0.8/0.8/0.2 p 0.8, grayscale p 0.2, blur sigma 0.1-2
+# p 0.5, flip) drawn batched on the device by BatchAugmentPreprocessor; the
+# dataloader workers only decode.
+colour_distortion = dict(
+    flip_prob=0.5, jitter_prob=0.8, brightness=0.8, contrast=0.8,
+    saturation=0.8, hue=0.2, grayscale_prob=0.2, blur_prob=0.5,
+    blur_sigma=(0.1, 2.0))
+views = [
+    dict(num_views=2, size=224, scale=(0.14, 1.0), **colour_distortion),
+    dict(num_views=6, size=96, scale=(0.05, 0.14), **colour_distortion),
+]
+train_pipeline = [
+    dict(type='LoadImageForViews', views=views),
+    dict(type='PackInputs'),
+]
+train_dataloader = dict(
+    collate_fn=dict(_delete_=True, type='padded_collate'),
+    dataset=dict(pipeline=train_pipeline))
 model = dict(
-    type='PSwAV',
-    head=dict(
-        loss=dict(
-            type='PSwAVLoss',
-            num_prototypes=3000,
-            prior=dict(type='UniformPrior'))))
+    data_preprocessor=dict(
+        _delete_=True,
+        type='BatchAugmentPreprocessor',
+        views=views,
+        mean=[123.675, 116.28, 103.53],
+        std=[58.395, 57.12, 57.375],
+        to_rgb=True))

@@ -1,6 +1,9 @@
-"""Distributed set-up for machines without CUDA (gloo backend)."""
+"""Distributed set-up for machines without CUDA (gloo backend), and a clean
+end of distributed runs."""
+import logging
 import os
 import subprocess
+import sys
 
 import torch
 import torch.distributed as dist
@@ -75,13 +78,8 @@ def setup_cpu_distributed(cfg: Config, launcher: str) -> bool:
 
 
 def end_distributed() -> bool:
-    """Leave the process group cleanly at the end of a run.
-
-    Without this, a gloo process group is torn down by the interpreter's
-    exit, and a rank sometimes aborts there (``terminate called without an
-    active exception``, SIGABRT) after a run that finished: the launcher
-    then reports a failed run. All ranks meet at a barrier first, so none
-    leaves while another still communicates.
+    """Leave the process group at the end of a run (all ranks meet at a
+    barrier first, so none leaves while another still communicates).
 
     Returns:
         True if a process group was destroyed.
@@ -91,3 +89,31 @@ def end_distributed() -> bool:
     dist.barrier()
     dist.destroy_process_group()
     return True
+
+
+def exit_after_distributed_run(runner=None) -> None:
+    """End a finished distributed process now, without interpreter
+    finalization: flush and close the logs and visualizer backends, then
+    ``os._exit(0)``.
+
+    Why: gloo's worker threads (``ProcessGroupGloo::runLoop``) destroy
+    completed collectives asynchronously, and a collective holds tensors
+    owned by Python objects; when that destruction happens while the main
+    thread runs ``Py_FinalizeEx``, acquiring the GIL ends the worker thread
+    inside a C++ destructor, and ``std::terminate`` aborts the rank
+    (``terminate called without an active exception``, SIGABRT) after a
+    run that finished. The threads cannot be joined first: DDP keeps
+    references to the process group that are never released, so
+    ``destroy_process_group`` does not free it. Measured with
+    ``tools/misc/count_dist_exit_codes.py``. Only for scripts (``tools/
+    train.py``, ``tools/test.py`` as ``__main__``): it ends the process.
+
+    Args:
+        runner: The finished runner, whose visualizer backends are closed.
+    """
+    if runner is not None:
+        runner.visualizer.close()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(0)

@@ -73,7 +73,11 @@ def test_imagenet_config_builds_model_and_pipeline(path):
     }[_name(path).split('_')[0]]
     assert type(model).__name__ == expected_type
     transforms = _build_transforms(cfg.train_dataloader.dataset.pipeline)
-    assert type(transforms[0]).__name__ == 'LoadImageFromFile'
+    loader = type(transforms[0]).__name__
+    assert loader in ('LoadImageFromFile', 'LoadImageForViews')
+    if loader == 'LoadImageForViews':  # views drawn batched on the device
+        assert type(model.data_preprocessor).__name__ == \
+            'BatchAugmentPreprocessor'
     assert type(transforms[-1]).__name__ == 'PackInputs'
     if expected_type == 'Data2VecVision':
         # the mask lives on the patch grid of the backbone

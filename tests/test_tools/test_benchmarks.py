@@ -64,3 +64,21 @@ def test_import_benchmark_reports_no_heavy_packages(capsys):
     assert result['pmsn_mm']['heavy'] == []
     assert result['pmsn_mm']['median_s'] > 0
     assert 'import pmsn_mm: median' in capsys.readouterr().out
+
+
+def test_pipeline_benchmark_runs_small(tmp_path, capsys):
+    """tools/benchmarks/benchmark_pipeline.py prints the loader costs per
+    image and the device time of a batch's views."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        'benchmark_pipeline',
+        osp.join(REPO, 'tools', 'benchmarks', 'benchmark_pipeline.py'))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    result = bench.main(['--images', '4', '--repeats', '1', '--batch-size',
+                         '2', '--work-dir', str(tmp_path)])
+    for key in ('decode_pil_ms', 'decode_cv2_ms', 'per_sample_ms',
+                'batched_loader_ms', 'draw_views_ms'):
+        assert result[key] > 0, key
+    out = capsys.readouterr().out
+    assert 'batched-path loader' in out and 'drawing the 12 views' in out

@@ -54,3 +54,33 @@ def test_end_distributed_leaves_the_process_group():
         world_size=1)
     assert end_distributed() is True
     assert not dist.is_initialized()
+
+
+def test_exit_after_a_distributed_run_skips_interpreter_finalization(
+        tmp_path):
+    """The process ends with exit code 0, its log flushed and its visualizer
+    closed, and without running interpreter finalization (where gloo's
+    worker threads could abort it): an atexit handler never runs."""
+    import subprocess
+    import sys
+    code = f'''
+import atexit, logging, sys
+from types import SimpleNamespace
+from pmsn_mm.utils import exit_after_distributed_run
+log = logging.getLogger('run')
+log.addHandler(logging.FileHandler({str(tmp_path / 'run.log')!r}))
+log.warning('finished')
+atexit.register(lambda: open({str(tmp_path / 'atexit')!r}, 'w').close())
+runner = SimpleNamespace(visualizer=SimpleNamespace(
+    close=lambda: open({str(tmp_path / 'closed')!r}, 'w').close()))
+print('last line', flush=False)
+exit_after_distributed_run(runner)
+print('never printed')
+'''
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().endswith('last line')  # flushed
+    assert (tmp_path / 'run.log').read_text() == 'finished\n'
+    assert (tmp_path / 'closed').exists()
+    assert not (tmp_path / 'atexit').exists()

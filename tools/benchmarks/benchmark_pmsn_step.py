@@ -52,14 +52,18 @@ from mmpretrain.registry import MODELS
 
 def view_shapes(cfg: Config) -> List[Tuple[int, int]]:
     """``(channels, size)`` of every view the config's model receives, in
-    order: a ``MultiView`` pipeline's crops, or ``num_views`` views of a
-    ``BatchAugmentPreprocessor``."""
+    order: a ``MultiView`` pipeline's crops, or the view groups of a
+    ``BatchAugmentPreprocessor`` (the model's or the config's top-level
+    ``data_preprocessor``)."""
     backbone = cfg.model.backbone
     channels = backbone.get('in_channels', 3)
-    pre = cfg.model.get('data_preprocessor') or {}
+    pre = cfg.model.get('data_preprocessor') or cfg.get(
+        'data_preprocessor') or {}
     if pre.get('type') == 'BatchAugmentPreprocessor':
-        size = pre.get('size') or backbone.img_size
-        return [(channels, int(size))] * pre.get('num_views', 2)
+        groups = pre.get('views') or [
+            dict(num_views=pre.get('num_views', 2), size=pre.get('size'))]
+        return [(channels, int(g.get('size') or backbone.img_size))
+                for g in groups for _ in range(g.get('num_views', 1))]
     for t in cfg.train_dataloader.dataset.pipeline:
         if t['type'] == 'MultiView':
             shapes = []

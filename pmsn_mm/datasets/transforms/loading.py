@@ -13,8 +13,10 @@ their type, ``data_root`` and split (:class:`NamedReadErrorsMixin`).
 Decoded pixels are mmcv's, unchanged.
 """
 import io
-from typing import Optional
+import math
+from typing import List, Optional, Sequence, Tuple
 
+import cv2
 import mmcv
 import numpy as np
 from mmcv.transforms import LoadImageFromFile as _MMCVLoadImageFromFile
@@ -69,6 +71,15 @@ class LoadImageFromFile(_MMCVLoadImageFromFile):
             return client.get(path)
         return fileio.get(path, backend_args=self.backend_args)
 
+    def decode(self, data: bytes) -> Optional[np.ndarray]:
+        """The image of the file's bytes, or None if they do not decode.
+
+        Args:
+            data: The file's bytes.
+        """
+        return mmcv.imfrombytes(data, flag=self.color_type,
+                                backend=self.imdecode_backend)
+
     def transform(self, results: dict) -> Optional[dict]:
         """Read and decode ``results['img_path']``.
 
@@ -86,9 +97,7 @@ class LoadImageFromFile(_MMCVLoadImageFromFile):
         img, reason = None, None
         if data:
             try:
-                img = mmcv.imfrombytes(
-                    data, flag=self.color_type,
-                    backend=self.imdecode_backend)
+                img = self.decode(data)
             except Exception as e:  # decoders raise many types
                 reason = f'{type(e).__name__}: {e}'
         if img is None:
@@ -105,3 +114,97 @@ class LoadImageFromFile(_MMCVLoadImageFromFile):
         results['img_shape'] = img.shape[:2]
         results['ori_shape'] = img.shape[:2]
         return results
+
+
+#: OpenCV flags of JPEG decoding at 1/1, 1/2, 1/4, 1/8 (libjpeg DCT scaling;
+#: EXIF orientation applied, as ``IMREAD_COLOR``).
+_REDUCED_FLAGS = {1: 'IMREAD_COLOR', 2: 'IMREAD_REDUCED_COLOR_2',
+                  4: 'IMREAD_REDUCED_COLOR_4', 8: 'IMREAD_REDUCED_COLOR_8'}
+
+
+def largest_safe_reduction(height: int, width: int,
+                           crops: Sequence[Tuple[float, float, int]]) -> int:
+    """The largest factor in (1, 2, 4, 8) by which an image can shrink so
+    that every random-resized crop still has both sides >= its output size.
+
+    A crop of area fraction ``s`` and aspect ratio ``r`` has short side
+    ``sqrt(s * H * W * min(r, 1 / r))``; its smallest value over a view
+    group is at ``s = scale_min`` and the ratio farthest from 1.
+
+    Args:
+        height: Image height in pixels.
+        width: Image width in pixels.
+        crops: ``(scale_min, most extreme ratio, output size)`` per view
+            group.
+
+    Returns:
+        1, 2, 4 or 8.
+    """
+    bound = min(
+        math.sqrt(smin * height * width * min(ratio, 1 / ratio)) / size
+        for smin, ratio, size in crops)
+    return max([d for d in (1, 2, 4, 8) if d <= bound], default=1)
+
+
+@TRANSFORMS.register_module()
+class LoadImageForViews(LoadImageFromFile):
+    """Decode an image for views drawn on the device: the loader's only work.
+
+    :class:`LoadImageFromFile` (OpenCV, errors that name the file), except
+    that a JPEG large enough is decoded at 1/2, 1/4 or 1/8 of its size in
+    the DCT domain (cheaper to decode and to transfer) when every random
+    resized crop of every view group still keeps both sides at or above
+    its output resolution (:func:`largest_safe_reduction`; the header is
+    read first). Pair it with ``PackInputs``, ``padded_collate`` and a
+    ``BatchAugmentPreprocessor`` with the same ``views``.
+
+    **Required Keys:** img_path. **Added Keys:** img (BGR uint8), img_shape,
+    ori_shape (the decoded size).
+
+    Args:
+        views: The ``BatchAugmentPreprocessor`` view groups (``scale``,
+            ``ratio``, ``size`` are read; a group without ``size`` forbids
+            any reduction). None: never reduce.
+        **kwargs: :class:`LoadImageFromFile` arguments.
+    """
+
+    def __init__(self, views: Optional[Sequence[dict]] = None,
+                 **kwargs) -> None:
+        super().__init__(**kwargs)
+        if self.color_type != 'color' or self.imdecode_backend != 'cv2':
+            raise ValueError(
+                'LoadImageForViews decodes 3-channel colour with OpenCV: '
+                f"color_type must be 'color' (got {self.color_type!r}) and "
+                f"imdecode_backend 'cv2' (got {self.imdecode_backend!r}).")
+        self.crops: List[Tuple[float, float, int]] = []
+        for group in views or []:
+            if not group.get('size'):
+                self.crops = []
+                break
+            scale = group.get('scale', (0.08, 1.0))
+            ratio = group.get('ratio', (3. / 4., 4. / 3.))
+            extreme = min(min(r, 1 / r) for r in ratio)
+            self.crops.append((float(scale[0]), extreme, int(group['size'])))
+
+    def _reduction(self, data: bytes) -> int:
+        if not self.crops or data[:2] != b'\xff\xd8':  # not a JPEG
+            return 1
+        try:
+            with Image.open(io.BytesIO(data)) as image:
+                width, height = image.size
+        except Exception:  # undecodable: decode() reports it
+            return 1
+        return largest_safe_reduction(height, width, self.crops)
+
+    def decode(self, data: bytes) -> Optional[np.ndarray]:
+        """Decode at the largest safe reduction (OpenCV's reduced JPEG
+        modes), or as :class:`LoadImageFromFile` does.
+
+        Args:
+            data: The file's bytes.
+        """
+        factor = self._reduction(data)
+        if factor == 1:
+            return super().decode(data)
+        flag = getattr(cv2, _REDUCED_FLAGS[factor])
+        return cv2.imdecode(np.frombuffer(data, np.uint8), flag)

@@ -1,36 +1,118 @@
-"""Data pre-processor that makes the SSL views of a batch on the device."""
-from typing import Optional, Sequence, Union
+"""Data pre-processor that draws the SSL views of a batch on the device."""
+from typing import Dict, List, Optional, Sequence
 
 import torch
 from mmpretrain.models.utils import SelfSupDataPreprocessor
 from mmpretrain.registry import MODELS
+from torch import Tensor
 
-from .batch_augment import color_jitter, resized_crop_flip, sample_crop_boxes
+from .batch_augment import (_check_prob, _check_range, color_jitter,
+                            gaussian_blur, random_grayscale,
+                            replicate_edges, resized_crop_flip,
+                            sample_color_params, sample_crop_boxes, solarize)
+
+#: Settings of one group of views and their defaults (no augmentation
+#: beyond the crop unless asked for).
+VIEW_DEFAULTS = dict(
+    num_views=1,
+    size=None,
+    scale=(0.08, 1.0),
+    ratio=(3. / 4., 4. / 3.),
+    flip_prob=0.5,
+    jitter_prob=0.0,
+    brightness=0.0,
+    contrast=0.0,
+    saturation=0.0,
+    hue=0.0,
+    grayscale_prob=0.0,
+    blur_prob=0.0,
+    blur_sigma=(0.1, 2.0),
+    solarize_prob=0.0,
+    solarize_threshold=128.0)
+
+
+def check_view_group(group: dict, where: str = 'views') -> dict:
+    """A view group with defaults filled in and every setting checked.
+
+    Args:
+        group: Settings of :data:`VIEW_DEFAULTS` (unknown keys refused).
+        where: Name of the group for messages, e.g. ``'views[2]'``.
+
+    Returns:
+        The complete settings dict.
+    """
+    unknown = sorted(set(group) - set(VIEW_DEFAULTS))
+    if unknown:
+        raise ValueError(f'{where} has unknown keys {unknown}; valid keys: '
+                         f'{", ".join(VIEW_DEFAULTS)}.')
+    out = dict(VIEW_DEFAULTS, **group)
+    num = out['num_views']
+    if isinstance(num, bool) or not isinstance(num, int) or num < 1:
+        raise ValueError(f'{where} num_views must be an int >= 1, got '
+                         f'{num!r}.')
+    if out['size'] is not None and int(out['size']) < 1:
+        raise ValueError(f'{where} size must be >= 1 or None, got '
+                         f'{out["size"]}.')
+    out['scale'] = _check_range(f'{where} scale', out['scale'], 0.0, 1.0)
+    out['ratio'] = _check_range(f'{where} ratio', out['ratio'], 0.0,
+                                float('inf'))
+    out['blur_sigma'] = _check_range(f'{where} blur_sigma',
+                                     out['blur_sigma'], 0.0, float('inf'))
+    for name in ('flip_prob', 'jitter_prob', 'grayscale_prob', 'blur_prob',
+                 'solarize_prob'):
+        out[name] = _check_prob(f'{where} {name}', out[name])
+    for name in ('brightness', 'contrast', 'saturation'):
+        if out[name] < 0:
+            raise ValueError(f'{where} {name} must be >= 0, got '
+                             f'{out[name]}.')
+    if not 0 <= out['hue'] <= 0.5:
+        raise ValueError(f'{where} hue must be in [0, 0.5], got '
+                         f'{out["hue"]}.')
+    return out
 
 
 @MODELS.register_module()
 class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
     """``SelfSupDataPreprocessor`` that draws the views itself, batched.
 
-    Replaces the per-sample ``MultiView([RandomResizedCrop, RandomFlip,
-    RandomApply(ColorJitter)])`` pipeline for data that fits in memory (the
-    toy set): the dataset yields one un-augmented image per sample (pipeline
-    ``[PackInputs]``) and, in training, this pre-processor produces
-    ``num_views`` independently augmented views of the batch with
-    :mod:`~pmsn_mm.models.utils.batch_augment` (same distributions as the
-    mmpretrain transforms), on whatever device the model is on. In
-    evaluation (``training=False``) it only normalises, like its parent.
+    Replaces the per-sample ``MultiView`` pipeline: the dataset only
+    decodes and packs one image per sample (``LoadImageForViews`` +
+    ``PackInputs`` and the ``padded_collate`` of mixed sizes for real
+    images; ``PackInputs`` alone for the in-memory toy set), and, in
+    training, this pre-processor produces every view of the batch on the
+    model's device with :mod:`~pmsn_mm.models.utils.batch_augment`: per
+    group, random resized crops in each image's own coordinates (the
+    padding of a mixed-size batch never enters a crop), flip, colour
+    jitter (brightness, contrast, saturation, hue in a random order per
+    image), random grayscale, Gaussian blur, solarize, then normalisation.
+    Each image gets its own random parameters, with the distributions of
+    the per-sample transforms. In evaluation (``training=False``) it only
+    normalises, like its parent.
 
-    Output in training: a list of ``num_views`` tensors of shape
-    (B, C, size, size), ordered as ``MultiView`` would order them (for PMSN:
-    target first, then the anchor views).
+    Output in training: a list of tensors, one per view, group after group
+    in the order of ``views`` (for PMSN: target, random views, focal
+    views), each of shape (B, C, size, size).
+
+    Config (MSN's views)::
+
+        data_preprocessor = dict(
+            type='BatchAugmentPreprocessor', views=[
+                dict(num_views=2, size=224, scale=(0.3, 1.0), **colour),
+                dict(num_views=10, size=96, scale=(0.05, 0.3), **colour)],
+            mean=..., std=..., to_rgb=True)
 
     Args:
-        num_views: Number of views V, >= 1.
-        size: Output side of every view; defaults to the input side.
-        crop_scale: ``RandomResizedCrop`` area range (paper toy: (0.5, 1)).
+        views: View groups, each a dict of :data:`VIEW_DEFAULTS` settings
+            (``num_views``, ``size``, ``scale``, ``ratio``, ``flip_prob``,
+            ``jitter_prob``, ``brightness``, ``contrast``, ``saturation``,
+            ``hue``, ``grayscale_prob``, ``blur_prob``, ``blur_sigma``,
+            ``solarize_prob``, ``solarize_threshold``). None: one group
+            made of the arguments below (the toy configs).
+        num_views: Views of the single group (when ``views`` is None).
+        size: Output side (None: the input side).
+        crop_scale: ``RandomResizedCrop`` area range.
         crop_ratio: ``RandomResizedCrop`` aspect-ratio range.
-        flip_prob: Probability of a horizontal flip, in [0, 1].
+        flip_prob: Probability of a horizontal flip.
         jitter_prob: Probability of colour jitter (``RandomApply``).
         brightness: ``ColorJitter`` brightness strength.
         contrast: ``ColorJitter`` contrast strength.
@@ -41,6 +123,7 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
     """
 
     def __init__(self,
+                 views: Optional[Sequence[dict]] = None,
                  num_views: int = 2,
                  size: Optional[int] = None,
                  crop_scale: Sequence[float] = (0.5, 1.0),
@@ -52,31 +135,24 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
                  seed: Optional[int] = None,
                  **kwargs) -> None:
         super().__init__(**kwargs)
-        if isinstance(num_views, bool) or not isinstance(num_views, int) \
-                or num_views < 1:
-            raise ValueError(f'num_views must be an int >= 1, got '
-                             f'{num_views!r}.')
-        if size is not None and int(size) < 1:
-            raise ValueError(f'size must be >= 1 or None, got {size}.')
-        for name, value in (('flip_prob', flip_prob), ('jitter_prob',
-                                                       jitter_prob)):
-            if not 0 <= value <= 1:
-                raise ValueError(f'{name} must be in [0, 1], got {value}.')
-        if brightness < 0 or contrast < 0:
-            raise ValueError('brightness and contrast must be >= 0, got '
-                             f'{brightness} and {contrast}.')
-        # validates the ranges once, with the setting names in the message
-        sample_crop_boxes(1, 8, 8, crop_scale, crop_ratio)
-        self.num_views = num_views
-        self.size = None if size is None else int(size)
-        self.crop_scale = tuple(float(s) for s in crop_scale)
-        self.crop_ratio = tuple(float(r) for r in crop_ratio)
-        self.flip_prob = float(flip_prob)
-        self.jitter_prob = float(jitter_prob)
-        self.brightness = float(brightness)
-        self.contrast = float(contrast)
+        if views is None:
+            views = [dict(num_views=num_views, size=size, scale=crop_scale,
+                          ratio=crop_ratio, flip_prob=flip_prob,
+                          jitter_prob=jitter_prob, brightness=brightness,
+                          contrast=contrast)]
+        if not views:
+            raise ValueError('views must hold at least one view group.')
+        self.views: List[dict] = [
+            check_view_group(dict(group), f'views[{i}]')
+            for i, group in enumerate(views)
+        ]
         self.seed = seed
         self._generator: Optional[torch.Generator] = None
+
+    @property
+    def num_views(self) -> int:
+        """Views per image, all groups together."""
+        return sum(group['num_views'] for group in self.views)
 
     def _rng(self, device: torch.device) -> Optional[torch.Generator]:
         if self.seed is None:
@@ -86,40 +162,85 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
             self._generator.manual_seed(self.seed)
         return self._generator
 
-    def augment(self, images: torch.Tensor) -> torch.Tensor:
-        """One random view of every image.
+    def augment_group(self, images: Tensor, heights: Tensor, widths: Tensor,
+                      group: dict) -> List[Tensor]:
+        """The views of one group for every image.
 
         Args:
-            images: Float tensor of shape (B, C, H, W) in [0, 255].
+            images: Float tensor of shape (B, C, H, W) in [0, 255], image
+                ``i`` in its top-left ``heights[i] x widths[i]`` corner.
+            heights: Long tensor of shape (B,).
+            widths: Long tensor of shape (B,).
+            group: A checked view group.
 
         Returns:
-            Tensor of shape (B, C, size, size), still in [0, 255].
+            ``num_views`` tensors of shape (B, C, size, size) in [0, 255].
         """
         num, _, height, width = images.shape
-        gen = self._rng(images.device)
-        boxes = sample_crop_boxes(num, height, width, self.crop_scale,
-                                  self.crop_ratio, generator=gen,
-                                  device=images.device)
-        flip = torch.rand(num, generator=gen,
-                          device=images.device) < self.flip_prob
-        size = (self.size or height, self.size or width)
-        views = resized_crop_flip(images, boxes, size, flip)
-        if self.jitter_prob > 0:
-            views = color_jitter(views, self.brightness, self.contrast,
-                                 self.jitter_prob, generator=gen)
-        return views
+        views, device = group['num_views'], images.device
+        gen = self._rng(device)
+        total = num * views
+        image = torch.arange(num, device=device).repeat(views)  # view-major
+        boxes = sample_crop_boxes(total, heights[image], widths[image],
+                                  group['scale'], group['ratio'],
+                                  generator=gen, device=device)
+        flip = torch.rand(total, generator=gen,
+                          device=device) < group['flip_prob']
+        size = (group['size'] or height, group['size'] or width)
+        out = resized_crop_flip(images, boxes, size, flip, image)
+        if group['jitter_prob'] > 0 and any(
+                group[k] > 0
+                for k in ('brightness', 'contrast', 'saturation', 'hue')):
+            params = sample_color_params(
+                total, group['brightness'], group['contrast'],
+                group['saturation'], group['hue'], group['jitter_prob'],
+                generator=gen, device=device)
+            out = color_jitter(out, params)
+        if group['grayscale_prob'] > 0:
+            mask = torch.rand(total, generator=gen,
+                              device=device) < group['grayscale_prob']
+            out = random_grayscale(out, mask)
+        if group['blur_prob'] > 0:
+            u = torch.rand(total, 2, generator=gen, device=device)
+            low, high = group['blur_sigma']
+            out = gaussian_blur(out, low + (high - low) * u[:, 1],
+                                u[:, 0] < group['blur_prob'], high)
+        if group['solarize_prob'] > 0:
+            mask = torch.rand(total, generator=gen,
+                              device=device) < group['solarize_prob']
+            out = solarize(out, mask, group['solarize_threshold'])
+        return list(out.split(num))
+
+    @staticmethod
+    def image_sizes(inputs: Tensor, data_samples) -> Dict[str, Tensor]:
+        """Each image's ``(h, w)`` in a padded batch: the ``img_shape`` of
+        its data sample (``PackInputs`` keeps it), else the batch's size."""
+        num, _, height, width = inputs.shape
+        shapes = [getattr(s, 'img_shape', None) for s in data_samples or []]
+        if len(shapes) != num or any(s is None for s in shapes):
+            shapes = [(height, width)] * num
+        sizes = torch.tensor([tuple(s[:2]) for s in shapes],
+                             device=inputs.device)
+        if bool((sizes[:, 0] > height).any() or (sizes[:, 1] > width).any()):
+            raise ValueError('an img_shape exceeds the batch tensor '
+                             f'({height} x {width}); pack the images with '
+                             'padded_collate.')
+        return dict(heights=sizes[:, 0], widths=sizes[:, 1])
 
     def forward(self, data: dict, training: bool = False) -> dict:
         """Views (training) or the normalised batch (evaluation).
 
         Args:
-            data: A ``default_collate`` batch whose ``inputs`` is one tensor
-                of shape (B, C, H, W) (or a one-element list of it).
+            data: A collated batch whose ``inputs`` is one tensor of shape
+                (B, C, H, W) (or a one-element list of it); with
+                ``padded_collate``, images of mixed sizes padded at the
+                bottom and right, their sizes in the data samples'
+                ``img_shape``.
             training: Whether to draw the augmented views.
 
         Returns:
             ``dict(inputs=..., data_samples=...)``; ``inputs`` is a list of
-            ``num_views`` tensors in training and, as in the parent, a
+            :attr:`num_views` tensors in training and, as in the parent, a
             tensor otherwise.
         """
         if not training:
@@ -137,7 +258,15 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
         if self._channel_conversion:
             inputs = inputs[:, [2, 1, 0], ...]
         inputs = inputs.float()
-        views = [self.augment(inputs) for _ in range(self.num_views)]
+        sizes = self.image_sizes(inputs, data_samples)
+        if bool((sizes['heights'] < inputs.shape[2]).any()
+                or (sizes['widths'] < inputs.shape[3]).any()):
+            inputs = replicate_edges(inputs, sizes['heights'],
+                                     sizes['widths'])
+        views = [
+            view for group in self.views for view in self.augment_group(
+                inputs, sizes['heights'], sizes['widths'], group)
+        ]
         if self._enable_normalize:
             views = [(v - self.mean) / self.std for v in views]
         return {'inputs': views, 'data_samples': data_samples}

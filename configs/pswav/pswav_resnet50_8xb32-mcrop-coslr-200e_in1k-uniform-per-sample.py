@@ -1,0 +1,24 @@
+# SwAV on ImageNet-1K through PSwAV with the uniform prior: mmpretrain's SwAV
+# recipe (ResNet-50, 2 x 224 + 6 x 96 crops, 3000 prototypes, epsilon 0.05,
+# queue of 3840 from epoch 15, LARS, 200 epochs), unchanged except that the
+# codes come from pmsn_mm's distributed Sinkhorn (prototype sums all-reduced
+# every iteration, as in the official SwAV). The views are drawn per sample in
+# the dataloader workers (mmpretrain's SwAV pipeline); the shipped
+# ./pswav_resnet50_8xb32-mcrop-coslr-200e_in1k-uniform.py draws the same views
+# batched on the device.
+_base_ = 'mmpretrain::swav/swav_resnet50_8xb32-mcrop-coslr-200e_in1k-224px-96px.py'
+custom_imports = dict(imports=['pmsn_mm'], allow_failed_imports=False)
+
+# mmengine passes the `_scope_` that inheriting from `mmpretrain::` adds to
+# collate_fn on to default_collate, which refuses it: restate it plainly
+train_dataloader = dict(collate_fn=dict(_delete_=True, type='default_collate'))
+# the recipe's lr is for 8 GPUs x 32 images (`--auto-scale-lr` rescales it)
+auto_scale_lr = dict(base_batch_size=256)
+
+model = dict(
+    type='PSwAV',
+    head=dict(
+        loss=dict(
+            type='PSwAVLoss',
+            num_prototypes=3000,
+            prior=dict(type='UniformPrior'))))
