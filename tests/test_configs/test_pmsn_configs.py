@@ -33,8 +33,14 @@ def test_paper_settings():
     assert inat.model.head.loss.prior_weight == 5.0
     assert inat.model.head.prior == dict(type='PowerLawPrior', tau=0.25)
     assert inat.model.mask_ratio == 0.15
-    multiview = inat.train_dataloader.dataset.pipeline[1]
-    assert multiview.num_views == [1, 1, 10]
+    # target + 1 random view at 224 px, 10 focal views at 96 px, on device
+    views = inat.data_preprocessor.views
+    assert inat.data_preprocessor.type == 'BatchAugmentPreprocessor'
+    assert [(v.num_views, v.size, tuple(v.scale)) for v in views] == [
+        (2, 224, (0.3, 1.0)), (10, 96, (0.05, 0.3))]
+    assert inat.model.num_random_views == 1
+    assert [t.type for t in inat.train_dataloader.dataset.pipeline] == [
+        'LoadImageForViews', 'PackInputs']
     assert inat.optim_wrapper.clip_grad.max_norm == 3.0
     wd = [s for s in inat.param_scheduler
           if s.type == 'CosineAnnealingWeightDecay'][0]

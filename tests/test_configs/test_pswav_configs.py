@@ -36,4 +36,5 @@ def test_swav_recipe_is_kept():
     assert inat.train_dataloader.dataset.type == 'INat18'
     assert inat.train_dataloader.dataset.split == 'train'
     assert inat.train_dataloader.dataset.data_root == 'data/inat18/'
-    assert inat.train_dataloader.dataset.pipeline[1].num_views == [2, 6]
+    views = inat.model.data_preprocessor.views
+    assert [(v.num_views, v.size) for v in views] == [(2, 224), (6, 96)]
