@@ -23,6 +23,9 @@ default_hooks = dict(
     # stop at the first NaN/inf loss or gradient, never save NaN weights;
     # action='skip', max_skips=N skips such steps instead
     non_finite_guard=dict(type='NonFiniteGuardHook', action='stop'),
+    # EMA targets (PMSN, data2vec) averaged in after every optimizer step,
+    # as official MSN does; no-op for models without one
+    target_ema=dict(type='TargetEMAHook'),
 )
 
 env_cfg = dict(

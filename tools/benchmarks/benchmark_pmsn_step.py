@@ -5,10 +5,10 @@ batches with the config's views (a ``MultiView`` pipeline, or a
 ``BatchAugmentPreprocessor``); views go straight to ``model.loss`` (data
 loading and augmentation are not timed).
 
-- **step**: ``model.loss`` (EMA update, target forward, anchor forwards,
-  head and loss) + backward + optimiser update (``OptimWrapper
-  .update_params``), i.e. what a training iteration runs after the data
-  pre-processor;
+- **step**: ``model.loss`` (target forward, anchor forwards, head and
+  loss) + backward + optimiser update (``OptimWrapper.update_params``) +
+  the EMA target update (``model.update_target``), i.e. what a training
+  iteration runs after the data pre-processor;
 - **floor** (``--floor``): the online encoder's (backbone + neck) forward
   and backward on the same anchor views with the same patch-drop, plus the
   target encoder's no-grad forward on the target view.
@@ -145,6 +145,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
     def step() -> None:
         losses = model.loss(views, data_samples=[])
         optim.update_params(sum(v for k, v in losses.items() if 'loss' in k))
+        model.update_target()  # TargetEMAHook's work in a Runner
 
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if device.type == 'cuda':

@@ -7,17 +7,17 @@ import torch.nn.functional as F
 from mmpretrain.models.selfsup import BaseSelfSupervisor
 from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
-from torch import Tensor
+from torch import Tensor, nn
 
 from ...utils.validation import check_choice, check_index_list
 from ..utils.data2vec_targets import TARGET_NORMS, average_layer_targets
-from ..utils.ema import LinearMomentumEMA
+from ..utils.ema import EMATargetMixin, LinearMomentumEMA
 
 LOSS_TYPES = ('smooth_l1', 'l2')
 
 
 @MODELS.register_module()
-class Data2VecVision(BaseSelfSupervisor):
+class Data2VecVision(EMATargetMixin, BaseSelfSupervisor):
     """data2vec for images (Baevski et al., ICML 2022), as in the official
     data2vec vision code (facebookresearch/data2vec_vision,
     ``beit/engine_for_cyclical.py``, ``beit/modeling_cyclical.py``).
@@ -41,7 +41,10 @@ class Data2VecVision(BaseSelfSupervisor):
     masking, the official one) or ``SimMIMMaskGenerator`` with
     ``mask_patch_size == model_patch_size`` (random patch masking). The
     teacher is a :class:`~pmsn_mm.models.utils.LinearMomentumEMA` (constant
-    momentum unless ``target_momentum_end`` is set). Paper §4 uses data2vec
+    momentum unless ``target_momentum_end`` is set), a copy of the student
+    once initialised and averaged in after every optimizer step
+    (:class:`~pmsn_mm.models.utils.EMATargetMixin`, ``TargetEMAHook``), as
+    data2vec's EMA is. Paper §4 uses data2vec
     as an instance-based method without a volume-maximisation prior.
 
     Args:
@@ -115,6 +118,10 @@ class Data2VecVision(BaseSelfSupervisor):
             end_momentum=1.0 - float(target_momentum_end))
         self.target_net.eval()
 
+    def ema_source(self) -> nn.Module:
+        """The online encoder the teacher averages: the student backbone."""
+        return self.backbone
+
     def train(self, mode: bool = True) -> 'Data2VecVision':
         """Set the student's mode; the teacher always stays in eval mode."""
         super().train(mode)
@@ -152,6 +159,7 @@ class Data2VecVision(BaseSelfSupervisor):
             masked patches per image) and ``pred_std`` (mean over features
             of the std of the predictions over masked tokens).
         """
+        self.check_target_updated()
         img = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
         if not data_samples or 'mask' not in data_samples[0]:
             raise ValueError(
@@ -165,14 +173,12 @@ class Data2VecVision(BaseSelfSupervisor):
         tokens = tokens[:, self.backbone.num_extra_tokens:][mask]  # (M, D)
         pred = self.neck(tokens)[0].float()
 
-        # EMA update with the parameters of the last optimiser step (the
-        # student's forward above does not change them)
-        self.target_net.update_parameters(self.backbone)
         targets = self.compute_targets(img)[mask]  # (M, D)
         if self.loss_type == 'smooth_l1':
             loss = F.smooth_l1_loss(pred, targets, beta=self.loss_beta)
         else:
             loss = F.mse_loss(pred, targets)
+        self.mark_target_update_due()
         return dict(
             loss_regression=loss,
             num_masked=mask.sum(dim=1).float().mean(),

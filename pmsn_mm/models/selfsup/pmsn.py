@@ -9,11 +9,11 @@ from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 from torch import Tensor
 
-from ..utils.ema import LinearMomentumEMA
+from ..utils.ema import EMATargetMixin, LinearMomentumEMA
 
 
 @MODELS.register_module()
-class PMSN(BaseSelfSupervisor):
+class PMSN(EMATargetMixin, BaseSelfSupervisor):
     """Prior Matching for Siamese Networks (paper §5, eq. (7)).
 
     One training step, following the official MSN step:
@@ -31,10 +31,14 @@ class PMSN(BaseSelfSupervisor):
 
     Views come from mmpretrain's ``MultiView`` transform, ordered
     ``[target, random_1..R, focal_1..F]`` (e.g.
-    ``num_views=[1, R, F]``). The target encoder is a
-    :class:`~pmsn_mm.models.utils.LinearMomentumEMA`: its momentum moves
-    linearly from ``target_momentum`` to ``target_momentum_end`` over 1.25x
-    the run (MSN), and is logged as ``target_momentum``.
+    ``num_views=[1, R, F]``), or from ``BatchAugmentPreprocessor`` in the
+    same order. The target encoder is a
+    :class:`~pmsn_mm.models.utils.LinearMomentumEMA`, handled as official
+    MSN does (:class:`~pmsn_mm.models.utils.EMATargetMixin`): a copy of the
+    online encoder once it is initialised, averaged in after every
+    optimizer step (``TargetEMAHook``) with that step's momentum, which
+    moves linearly from ``target_momentum`` to ``target_momentum_end`` over
+    1.25x the run and is logged as ``target_momentum``.
 
     Args:
         backbone: Backbone config. Patch-drop needs a backbone whose
@@ -94,6 +98,10 @@ class PMSN(BaseSelfSupervisor):
             momentum=1.0 - float(target_momentum),
             end_momentum=1.0 - float(target_momentum_end))
 
+    def ema_source(self) -> nn.Module:
+        """The online encoder the target averages: backbone + neck."""
+        return nn.Sequential(self.backbone, self.neck)
+
     def _encode(self, views: List[Tensor], mask_ratio: float) -> Tensor:
         """Online backbone + neck on same-size views in one forward.
 
@@ -120,8 +128,10 @@ class PMSN(BaseSelfSupervisor):
 
         Returns:
             Losses (``loss_*``) and statistics of :class:`PMSNLoss`, plus
-            the EMA momentum of this step, ``target_momentum``.
+            ``target_momentum``, the momentum of the target update that
+            follows this step.
         """
+        self.check_target_updated()
         if not isinstance(inputs, (list, tuple)) or \
                 len(inputs) < 1 + self.num_random_views:
             got = len(inputs) if isinstance(inputs, (list, tuple)) else 1
@@ -133,9 +143,6 @@ class PMSN(BaseSelfSupervisor):
         random_views = list(inputs[1:1 + self.num_random_views])
         focal_views = list(inputs[1 + self.num_random_views:])
 
-        # EMA update with the parameters of the last optimiser step
-        self.target_net.update_parameters(
-            nn.Sequential(self.backbone, self.neck))
         with torch.no_grad():
             targets = self.target_net(target_view)[0]
 
@@ -144,5 +151,6 @@ class PMSN(BaseSelfSupervisor):
             anchors.append(self._encode(focal_views, 0.0))
         losses = self.head.loss(torch.cat(anchors), targets)
         losses['target_momentum'] = targets.new_tensor(
-            1.0 - self.target_net.current_momentum)
+            self.next_target_momentum())
+        self.mark_target_update_due()
         return losses

@@ -36,9 +36,13 @@ class LinearMomentumEMA(ExponentialMovingAverage):
     where ``t`` is the number of updates so far (the ``steps`` buffer: it is
     saved in checkpoints, so a resumed run continues the schedule), ``T`` the
     number of training iterations and ``s`` the stretch of the schedule.
-    MSN (official ``msn_train.py``): target momentum 0.996 -> 1.0 over
-    ``s = 1.25`` times the run, i.e. ``m`` 0.004 -> 0, never reaching 0.
-    The first update copies the online model (mmengine).
+    MSN (official ``msn_train.py``): the target starts as a copy of the
+    online model (:meth:`sync_from`, at the start of training) and after
+    optimizer step ``t`` (0-based) it is averaged with ``m_t``, target
+    momentum 0.996 -> 1.0 over ``s = 1.25`` times the run, i.e. ``m``
+    0.004 -> 0, never reaching 0. Unlike mmengine's EMA, the first update
+    averages too (mmengine's copies the online model: the copy is
+    :meth:`sync_from`'s job here).
 
     As mmpretrain's ``CosineEMA``, the schedule reads ``T`` from the
     message hub (``max_iters``, recorded by mmengine's ``Runner``) unless
@@ -108,14 +112,41 @@ class LinearMomentumEMA(ExponentialMovingAverage):
         progress = min(1.0, steps / (self.schedule_scale * max_iters))
         return self.momentum + (self.end_momentum - self.momentum) * progress
 
+    @torch.no_grad()
+    def sync_from(self, model: nn.Module) -> None:
+        """Make the average an exact copy of ``model`` (parameters and
+        buffers), without counting an update: MSN's initial target.
+
+        Args:
+            model: The online model.
+        """
+        for avg, src in zip(self.module.state_dict().values(),
+                            model.state_dict().values()):
+            avg.copy_(src.to(avg.device))
+
+    @torch.no_grad()
     def update_parameters(self, model: nn.Module) -> None:
-        """Average ``model`` in with this step's scheduled momentum.
+        """Average ``model`` in with the scheduled momentum of this update,
+        ``m_t`` for ``t = steps``, then count it.
+
+        mmengine's ``update_parameters`` with one change: update 0 averages
+        like every other (the initial copy is :meth:`sync_from`).
 
         Args:
             model: The online model.
         """
         self.current_momentum = self.momentum_at(int(self.steps))
-        super().update_parameters(model)
+        source = (model.state_dict() if self.update_buffers else dict(
+            model.named_parameters()))
+        if int(self.steps) % self.interval == 0:
+            for key, avg in self.avg_parameters.items():
+                if avg.dtype.is_floating_point:
+                    self.avg_func(avg.data, source[key].data.to(avg.device),
+                                  int(self.steps))
+        if not self.update_buffers:
+            for avg, src in zip(self.module.buffers(), model.buffers()):
+                avg.data.copy_(src.data.to(avg.device))
+        self.steps += 1
 
     def avg_func(self, averaged_param: Tensor, source_param: Tensor,
                  steps: int) -> None:
@@ -133,3 +164,62 @@ class LinearMomentumEMA(ExponentialMovingAverage):
         return (f'momentum={self.momentum}, end_momentum={self.end_momentum}, '
                 f'schedule_scale={self.schedule_scale}, '
                 f'max_iters={self.max_iters}')
+
+
+class EMATargetMixin:
+    """An algorithm with an EMA target encoder updated as official MSN does.
+
+    The algorithm sets ``self.target_net`` (a :class:`LinearMomentumEMA`)
+    and implements :meth:`ema_source` (its online counterpart). Then:
+
+    - :meth:`init_weights` copies the online weights into the target once
+      they are initialised (official MSN: ``target_encoder =
+      copy.deepcopy(encoder)``); a resumed or loaded checkpoint then
+      overwrites both;
+    - :meth:`update_target` averages the online weights in after every
+      optimizer step with that step's momentum;
+      :class:`~pmsn_mm.engine.hooks.TargetEMAHook` (in
+      ``configs/_base_/default_runtime.py``) calls it after each training
+      iteration, before checkpoints are written;
+    - the algorithm's ``loss`` calls :meth:`check_target_updated` first and
+      :meth:`mark_target_update_due` last, so a training step that follows
+      a step without target update (no ``TargetEMAHook``) is refused
+      instead of training against a frozen target.
+    """
+
+    _target_update_due = False
+
+    def ema_source(self) -> nn.Module:
+        """The online module the target averages."""
+        raise NotImplementedError
+
+    def init_weights(self) -> None:
+        """Initialise (``init_cfg``), then copy the online weights into the
+        target."""
+        super().init_weights()
+        self.target_net.sync_from(self.ema_source())
+
+    def update_target(self) -> None:
+        """Average the online weights into the target (after a step)."""
+        self.target_net.update_parameters(self.ema_source())
+        self._target_update_due = False
+
+    def next_target_momentum(self) -> float:
+        """The target momentum (MSN convention) of the coming update."""
+        return 1.0 - self.target_net.momentum_at(int(self.target_net.steps))
+
+    def check_target_updated(self) -> None:
+        """Refuse a training step whose previous step left the target
+        without its update."""
+        if self.training and self._target_update_due:
+            raise RuntimeError(
+                f'{type(self).__name__}: the EMA target was not updated after '
+                "the last training step. Add dict(type='TargetEMAHook') to "
+                'default_hooks or custom_hooks (configs/_base_/'
+                'default_runtime.py has it), or call model.update_target() '
+                'after every optimizer step.')
+
+    def mark_target_update_due(self) -> None:
+        """Note that this training step needs :meth:`update_target`."""
+        if self.training:
+            self._target_update_due = True

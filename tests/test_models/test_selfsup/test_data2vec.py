@@ -59,8 +59,8 @@ def _capture_teacher_blocks(model):
 
 
 def _perturbed_student(model):
-    """Step 0 (copies student -> teacher), then a fake optimiser step."""
-    model.loss(*_batch(seed=5))
+    """Initialised (the teacher copies the student), then a fake step."""
+    model.init_weights()
     with torch.no_grad():
         for p in model.backbone.parameters():
             p.add_(0.05 * torch.randn_like(p))
@@ -124,6 +124,7 @@ def test_teacher_sees_the_unmasked_image():
     other = [DataSample() for _ in samples]
     for s in other:
         s.set_mask(torch.ones(GRID, GRID, dtype=torch.bool))
+    model.update_target()  # (teacher == student: the average is unchanged)
     model.loss(img, other)
     for i in range(LAYERS):
         torch.testing.assert_close(seen[i], first[i])
@@ -178,19 +179,24 @@ def test_teacher_gets_no_gradient_and_stays_in_eval_mode():
 
 
 def test_ema_update_moves_the_teacher():
+    """The teacher starts as the initialised student and, after an
+    optimizer step, moves to 0.9 * teacher + 0.1 * student."""
     model = _model(target_momentum=0.9)
     img, samples = _batch()
     optim = torch.optim.SGD(
         [p for n, p in model.named_parameters()
          if not n.startswith('target_net')], lr=0.5)
-    losses = model.loss(img, samples)  # step 0 copies student -> teacher
+    model.init_weights()
     for name, param in model.target_net.module.named_parameters():
         torch.testing.assert_close(
             param, dict(model.backbone.named_parameters())[name])
     old = {n: p.clone() for n, p in model.target_net.module.named_parameters()}
+    losses = model.loss(img, samples)
     losses['loss_regression'].backward()
     optim.step()
-    model.loss(img, samples)
+    with pytest.raises(RuntimeError, match='EMA target was not updated'):
+        model.loss(img, samples)  # the step needs its target update first
+    model.update_target()
     assert 1 - model.target_net.current_momentum == pytest.approx(0.9)
     student = dict(model.backbone.named_parameters())
     moved = 0

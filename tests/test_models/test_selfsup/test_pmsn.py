@@ -99,15 +99,16 @@ def test_uniform_prior_model_equals_msn_me_max():
 def test_ema_target_update_follows_momentum():
     model = _pmsn(_vit(), 48, target_momentum=0.9, target_momentum_end=0.9)
     views = _views(sizes=(32, 32))
-    model.loss(views, data_samples=[])  # step 0 copies online -> target
-    with torch.no_grad():
-        for p in model.backbone.parameters():
-            p.add_(0.1)
+    model.init_weights()  # the target copies the initialised online encoder
     old = {n: p.clone() for n, p in model.target_net.module.named_parameters()}
-    online = dict(nn.Sequential(model.backbone,
-                                model.neck).named_parameters())
     losses = model.loss(views, data_samples=[])
     assert losses['target_momentum'].item() == pytest.approx(0.9)
+    with torch.no_grad():  # a fake optimizer step
+        for p in model.backbone.parameters():
+            p.add_(0.1)
+    online = dict(nn.Sequential(model.backbone,
+                                model.neck).named_parameters())
+    model.update_target()
     for name, param in model.target_net.module.named_parameters():
         expected = 0.9 * old[name] + 0.1 * online[name]
         assert torch.allclose(param, expected, atol=1e-6), name
@@ -120,10 +121,21 @@ def test_target_momentum_follows_msn_schedule_in_a_run():
     views = _views(sizes=(32, 32))
     for step in range(3):
         losses = model.loss(views, data_samples=[])
+        model.update_target()
     # the third update (steps = 2) of 8 iterations, stretched by 1.25
     assert losses['target_momentum'].item() == pytest.approx(
         0.98 + 0.02 * 2 / 10, abs=1e-6)
     assert model.target_net.steps.item() == 3
+
+
+def test_a_step_without_target_update_is_refused():
+    model = _pmsn(_vit(), 48)
+    views = _views(sizes=(32, 32))
+    model.loss(views, data_samples=[])
+    with pytest.raises(RuntimeError, match="Add dict\\(type='TargetEMAHook'"):
+        model.loss(views, data_samples=[])
+    model.eval()  # evaluation does not need (or make due) an update
+    model.loss(views, data_samples=[])
 
 
 @pytest.mark.parametrize('kwargs, match', [

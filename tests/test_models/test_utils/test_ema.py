@@ -37,7 +37,7 @@ def test_schedule_saturates_and_resumes_from_steps():
     assert 1 - ema.momentum_at(2000) == pytest.approx(0.1)
     # a resumed model at update 300 gets what the uninterrupted run had
     online = nn.Linear(3, 2)
-    ema.update_parameters(online)  # step 0 copies
+    ema.update_parameters(online)  # update 0 (averages, as every one)
     ema.steps.fill_(300)
     resumed = _ema(momentum=0.75, end_momentum=0.9, schedule_scale=1.0,
                    max_iters=1000)
@@ -54,17 +54,21 @@ def test_schedule_saturates_and_resumes_from_steps():
     assert resumed.steps.item() == 301
 
 
-def test_first_update_copies_then_averages():
+def test_sync_copies_then_every_update_averages():
+    """MSN: the target starts as a copy (sync_from, not counted) and update
+    0 already averages with m_0 (mmengine's EMA would copy again)."""
     ema = _ema(momentum=0.1, end_momentum=0.1)  # constant: no max_iters
     online = nn.Linear(3, 2)
-    ema.update_parameters(online)
+    ema.sync_from(online)
     torch.testing.assert_close(ema.module.weight, online.weight)
+    assert ema.steps.item() == 0
     old = ema.module.weight.detach().clone()
     with torch.no_grad():
         online.weight.mul_(2.0)
     ema.update_parameters(online)
     torch.testing.assert_close(ema.module.weight,
                                0.9 * old + 0.1 * online.weight.detach())
+    assert ema.steps.item() == 1
     assert not any(p.requires_grad for p in ema.parameters())
 
 
