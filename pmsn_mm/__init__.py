@@ -8,11 +8,17 @@ It also allow-lists the exact non-tensor types that mmengine training
 checkpoints contain, so ``--resume`` works with ``torch.load(weights_only=True)``,
 registers the ``'atomic_local'`` file backend (atomic checkpoint writes), and
 makes the registered pmsn_mm classes refuse unknown config keys with the
-valid keys listed (:mod:`pmsn_mm.utils.config_keys`).
+valid keys listed (:mod:`pmsn_mm.utils.config_keys`). mmcv-lite's
+``MultiScaleDeformableAttention`` import warning is filtered before mmcv is
+imported (:mod:`pmsn_mm.upstream_notes`).
 """
-from .version import __version__
-from .utils.atomic_file_backend import register_atomic_backend
-from .utils.checkpoint import allow_checkpoint_globals
+from .upstream_notes import filter_upstream_import_warnings
+
+filter_upstream_import_warnings()
+
+from .version import __version__  # noqa: E402
+from .utils.atomic_file_backend import register_atomic_backend  # noqa: E402
+from .utils.checkpoint import allow_checkpoint_globals  # noqa: E402
 
 allow_checkpoint_globals()
 register_atomic_backend()

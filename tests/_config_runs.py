@@ -83,7 +83,7 @@ def shrink_model(cfg: Config) -> None:
         head.in_channels = 32
     elif kind == 'SwAVNeck':
         neck.update(in_channels=width, hid_channels=64, out_channels=32)
-        head.loss.feat_dim = 32
+        head.in_channels = 32
         for hook in cfg.get('custom_hooks', []):
             if hook.type == 'SwAVHook':
                 hook.feat_dim = 32

@@ -53,8 +53,9 @@ _base_ = [
 batch_size = 8
 train_dataloader = dict(
     batch_size=batch_size,
-    sampler=dict(_delete_=True, type='ClassStratifiedSampler',
-                 classes_per_batch=2, batch_size=batch_size),
+    drop_last=False,  # the batch sampler yields whole batches only
+    batch_sampler=dict(type='ClassStratifiedBatchSampler',
+                       classes_per_batch=2),
     dataset=dict(num_samples=96, label='background',
                  pipeline=[dict(type='RandomFlip', prob=0.5),
                            dict(type='PackInputs')]))

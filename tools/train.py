@@ -14,14 +14,17 @@ A run that does not resume refuses a work dir that already holds checkpoints
 import argparse
 import os
 import os.path as osp
+from numbers import Real
+from typing import Dict, Optional
 
 import torch
 from mmengine.config import Config, DictAction
+from mmengine.hooks import Hook
 from mmengine.runner import Runner
 
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
 from mmpretrain.registry import RUNNERS
-from pmsn_mm.datasets.samplers import sync_sampler_batch_size
+from pmsn_mm.upstream_notes import MMEngineFileClientNotes
 from pmsn_mm.utils import (end_distributed, exit_after_distributed_run,
                            prepare_work_dir, setup_cpu_distributed)
 
@@ -133,11 +136,48 @@ def launcher_rank(launcher: str) -> int:
     return int(os.environ.get(name, 0)) if launcher != 'none' else 0
 
 
+class LastValMetrics(Hook):
+    """Keeps the metrics of the latest validation and the iteration it ran
+    at, for :func:`log_final_metrics`."""
+
+    priority = 'LOWEST'
+
+    def __init__(self) -> None:
+        self.metrics: Optional[Dict[str, object]] = None
+        self.iter = 0
+
+    def after_val_epoch(self,
+                        runner,
+                        metrics: Optional[Dict[str, object]] = None) -> None:
+        self.metrics = dict(metrics or {})
+        self.iter = runner.iter
+
+
+def log_final_metrics(runner: Runner, last: LastValMetrics) -> None:
+    """End the log on the latest validation's metrics (mmengine logs them
+    in the middle of the run's last lines), e.g. ``Final validation
+    (iteration 1170): knn_digit/top1: 33.2500  knn_background/top1:
+    37.6000``; nothing when the run did not validate.
+
+    Args:
+        runner: The runner, after training.
+        last: The hook that recorded the metrics.
+    """
+    if not last.metrics:
+        return
+    values = '  '.join(
+        f'{name}: {value:.4f}' if isinstance(value, Real) else
+        f'{name}: {value}' for name, value in last.metrics.items())
+    when = (f'iteration {last.iter}' if last.iter == runner.iter else
+            f'iteration {last.iter}; training stopped at {runner.iter}')
+    prefix = 'Final' if last.iter == runner.iter else 'Last'
+    runner.logger.info(f'{prefix} validation ({when}): {values}')
+
+
 def main(argv=None) -> Runner:
     """Train; returns the runner (for scripts and tests)."""
     args = parse_args(argv)
     cfg = merge_args(Config.fromfile(args.config), args)
-    sync_sampler_batch_size(cfg)
     notes = prepare_work_dir(cfg, args.overwrite,
                              launcher_rank(args.launcher))
     setup_cpu_distributed(cfg, args.launcher)
@@ -145,9 +185,13 @@ def main(argv=None) -> Runner:
         runner = Runner.from_cfg(cfg)
     else:
         runner = RUNNERS.build(cfg)
+    runner.logger.addFilter(MMEngineFileClientNotes())
     for note in notes:
         runner.logger.info(note)
+    last = LastValMetrics()
+    runner.register_hook(last)
     runner.train()
+    log_final_metrics(runner, last)
     end_distributed()
     return runner
 

@@ -87,6 +87,8 @@ model = dict(
 optim_wrapper = dict(
     type='AmpOptimWrapper',
     loss_scale='dynamic',
+    # the EMA teacher (frozen) stays out of the param groups, unlogged
+    constructor='SkipFrozenOptimWrapperConstructor',
     optimizer=dict(
         type='AdamW', lr=lr, betas=(0.9, 0.999), weight_decay=0.05),
     clip_grad=dict(max_norm=3.0),

@@ -11,7 +11,6 @@ model = dict(
         prior=dict(
             _delete_=True,
             type='AdaptivePowerLawPrior',
-            num_prototypes=_base_.num_prototypes,
             tau_init=0.0,
             tau_min=0.0,
             tau_max=1.0,

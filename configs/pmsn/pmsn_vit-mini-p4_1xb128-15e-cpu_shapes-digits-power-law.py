@@ -28,7 +28,14 @@ iters_per_epoch = 10000 // batch_size
 max_iters = epochs * iters_per_epoch
 warmup_iters = max_iters // 10
 
-train_dataloader = dict(batch_size=batch_size)
+# an endless stream of reshuffled passes over the 10,000 images for the
+# iteration-based loop (mmengine's InfiniteSampler, seeded by
+# randomness.seed): no dataloader restart (with its warning and pause)
+# every 78 iterations; batches run on across the passes, so each image is
+# seen 14 or 15 times in the 1,170 iterations
+train_dataloader = dict(
+    batch_size=batch_size,
+    sampler=dict(type='InfiniteSampler', shuffle=True))
 
 model = dict(
     type='PMSN',
@@ -86,6 +93,8 @@ val_cfg = dict(type='FeatureValLoop')
 
 optim_wrapper = dict(
     type='OptimWrapper',
+    # the EMA target (frozen) stays out of the param groups, unlogged
+    constructor='SkipFrozenOptimWrapperConstructor',
     optimizer=dict(type='AdamW', lr=1e-3, weight_decay=0.04),
     paramwise_cfg=dict(
         norm_decay_mult=0.0,

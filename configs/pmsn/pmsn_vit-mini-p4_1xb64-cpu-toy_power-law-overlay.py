@@ -51,6 +51,8 @@ model = dict(
 
 optim_wrapper = dict(
     type='OptimWrapper',
+    # the EMA target (frozen) stays out of the param groups, unlogged
+    constructor='SkipFrozenOptimWrapperConstructor',
     optimizer=dict(type='AdamW', lr=1e-3, weight_decay=0.04),
     paramwise_cfg=dict(
         norm_decay_mult=0.0,

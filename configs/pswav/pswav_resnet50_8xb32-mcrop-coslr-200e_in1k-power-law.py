@@ -4,5 +4,4 @@
 _base_ = './pswav_resnet50_8xb32-mcrop-coslr-200e_in1k-uniform.py'
 
 model = dict(
-    head=dict(
-        loss=dict(prior=dict(_delete_=True, type='PowerLawPrior', tau=0.25))))
+    head=dict(prior=dict(_delete_=True, type='PowerLawPrior', tau=0.25)))

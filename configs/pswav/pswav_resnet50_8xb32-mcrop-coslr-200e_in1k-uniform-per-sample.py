@@ -15,10 +15,20 @@ train_dataloader = dict(collate_fn=dict(_delete_=True, type='default_collate'))
 # the recipe's lr is for 8 GPUs x 32 images (`--auto-scale-lr` rescales it)
 auto_scale_lr = dict(base_batch_size=256)
 
+# PSwAVHead owns the 3000 prototypes and the prior; PSwAVLoss keeps SwAV's
+# settings (epsilon 0.05, temperature 0.1, 3 Sinkhorn iterations, 2 + 6 crops)
 model = dict(
     type='PSwAV',
     head=dict(
+        _delete_=True,
+        type='PSwAVHead',
+        num_prototypes=3000,
+        in_channels=128,
+        prior=dict(type='UniformPrior'),
         loss=dict(
             type='PSwAVLoss',
-            num_prototypes=3000,
-            prior=dict(type='UniformPrior'))))
+            sinkhorn_iterations=3,
+            epsilon=0.05,
+            temperature=0.1,
+            crops_for_assign=[0, 1],
+            num_crops=[2, 6])))

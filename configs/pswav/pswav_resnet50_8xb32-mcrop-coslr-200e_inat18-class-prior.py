@@ -5,7 +5,5 @@ _base_ = './pswav_resnet50_8xb32-mcrop-coslr-200e_inat18-uniform.py'
 
 model = dict(
     head=dict(
-        loss=dict(
-            prior=dict(
-                _delete_=True, type='ClassPrior',
-                dataset=_base_.inat18_train))))
+        prior=dict(
+            _delete_=True, type='ClassPrior', dataset=_base_.inat18_train)))

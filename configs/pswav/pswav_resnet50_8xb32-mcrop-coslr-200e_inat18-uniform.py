@@ -9,4 +9,4 @@ inat18_train = dict(
     split='train',
     pipeline=_base_.train_pipeline)
 train_dataloader = dict(dataset=dict(_delete_=True, **inat18_train))
-model = dict(head=dict(loss=dict(num_prototypes=8142)))
+model = dict(head=dict(num_prototypes=8142))

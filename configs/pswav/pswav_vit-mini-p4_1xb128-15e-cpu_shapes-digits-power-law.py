@@ -1,6 +1,7 @@
-# PSwAV on the CPU toy set: SwAV (mmpretrain's SwAV step, SwAVNeck, SwAVHead,
-# SwAVHook) whose Sinkhorn codes give prototype k the share p_k ∝ k^-0.5 of
-# each batch (the digits' distribution) instead of 1 / K. Data, views,
+# PSwAV on the CPU toy set: SwAV (mmpretrain's SwAV step, SwAVNeck, SwAVHook;
+# PSwAVHead owns the prototypes and the prior) whose Sinkhorn codes give
+# prototype k the share p_k ∝ k^-0.5 of each batch (the digits' distribution)
+# instead of 1 / K. Data, views,
 # backbone, optimiser, schedule and kNN evaluation are inherited from the toy
 # PMSN job, so a change of the toy recipe applies to both.
 _base_ = '../pmsn/pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py'
@@ -24,17 +25,17 @@ model = dict(
         with_avg_pool=True,
         norm_cfg=dict(type='BN1d')),
     head=dict(
-        type='SwAVHead',
+        type='PSwAVHead',
+        num_prototypes=_base_.num_prototypes,
+        in_channels=128,
+        prior=dict(type='PowerLawPrior', tau=0.5),
         loss=dict(
             type='PSwAVLoss',
-            feat_dim=128,
-            num_prototypes=_base_.num_prototypes,
             epsilon=0.05,
             temperature=0.1,
             sinkhorn_iterations=3,
             crops_for_assign=[0, 1],
-            num_crops=[2],
-            prior=dict(type='PowerLawPrior', tau=0.5))))
+            num_crops=[2])))
 
 # SwAV keeps the prototypes fixed for the first epoch; no queue (a batch of
 # 128 already exceeds the 10 prototypes). The PMSN-only hooks of the base are

@@ -1,17 +1,12 @@
-"""Helpers for the analysis tools: datasets and prototype probabilities of
-a trained model (built with ``mmpretrain.apis.get_model``; features with
-``pmsn_mm.evaluation.functional.extract_features``).
+"""Helpers for the analysis tools: the datasets of a training config (the
+model is built with ``mmpretrain.apis.get_model``; features with
+``pmsn_mm.evaluation.functional.extract_features``, which calls the
+model's ``extract_feat``).
 
 Not imported by ``pmsn_mm/__init__.py`` (it pulls in mmcv's image I/O); use
 ``import pmsn_mm.apis``.
 """
-from .inference import (build_dataset, cluster_prior, dataset_config,
-                        dataset_labels, load_image, neck_embeddings,
-                        prior_probabilities, prototype_matrix,
-                        prototype_probabilities)
+from .inference import (build_dataset, dataset_config, dataset_labels,
+                        load_image)
 
-__all__ = [
-    'build_dataset', 'cluster_prior', 'dataset_config', 'dataset_labels',
-    'load_image', 'neck_embeddings', 'prior_probabilities',
-    'prototype_matrix', 'prototype_probabilities'
-]
+__all__ = ['build_dataset', 'dataset_config', 'dataset_labels', 'load_image']

@@ -1,18 +1,15 @@
-"""Datasets and prototype probabilities of a trained model for the analysis
-tools (load the model with ``mmpretrain.apis.get_model``)."""
+"""Datasets of a training config for the analysis tools (load the model with
+``mmpretrain.apis.get_model``; its embeddings at every stage come from
+``model.extract_feat(inputs, stage=...)``, its prototypes and prior from
+``model.head.prototypes`` / ``model.head.prior``)."""
 import copy
 from typing import Dict, Optional
 
 import mmcv
 import numpy as np
-import torch
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
-from torch import Tensor, nn
 from torch.utils.data import Dataset
-
-from pmsn_mm.evaluation.functional import last_output
-from pmsn_mm.models.heads import prototype_log_probabilities
 
 
 def dataset_config(cfg: Config,
@@ -99,99 +96,3 @@ def load_image(dataset: Dataset, index: int) -> np.ndarray:
     if img.shape[-1] == 1:
         img = np.repeat(img, 3, axis=-1)
     return img
-
-
-def prototype_matrix(model: nn.Module) -> Tensor:
-    """The prototypes of a prototype model, shape (K, D): ``head.prototypes``
-    (PMSN) or the loss's ``prototypes.weight`` (SwAV, PSwAV).
-
-    Args:
-        model: A PMSN- or SwAV-style model.
-
-    Returns:
-        Tensor of shape (K, D) (the parameter itself).
-    """
-    prototypes = getattr(model.head, 'prototypes', None)
-    if prototypes is None:
-        layer = getattr(model.head.loss_module, 'prototypes', None)
-        prototypes = getattr(layer, 'weight', None)
-    if not isinstance(prototypes, Tensor):
-        raise AttributeError(
-            f'{type(model).__name__} has neither head.prototypes (PMSN) nor '
-            'head.loss_module.prototypes.weight (SwAV).')
-    return prototypes
-
-
-def neck_embeddings(model: nn.Module, feats: Tensor) -> Tensor:
-    """Embeddings compared with the prototypes, from pooled backbone
-    features: ``neck(feats)`` (last output) for necks on feature vectors
-    (``MSNProjector``); ``SwAVNeck`` pools inside its ``forward``, so its
-    projection (``forward_projection``) is applied to the pooled features.
-
-    Args:
-        model: A model with a ``neck``.
-        feats: Tensor of shape (B, C), pooled last backbone output.
-
-    Returns:
-        Tensor of shape (B, D).
-    """
-    projection = getattr(model.neck, 'forward_projection', None)
-    if projection is not None:
-        return projection(feats)
-    return last_output(model.neck(feats))
-
-
-@torch.no_grad()
-def prototype_probabilities(model: nn.Module, embeddings: Tensor) -> Tensor:
-    """Prototype probabilities of neck embeddings: the head's
-    ``probabilities`` (PMSN: as in the loss); for SwAV-style models the
-    predicted assignments ``softmax(cos / temperature)`` of the loss.
-
-    Args:
-        model: A PMSN model, or a SwAV-style one (see
-            :func:`prototype_matrix`, ``head.loss_module.temperature``).
-        embeddings: Tensor of shape (N, D).
-
-    Returns:
-        Tensor of shape (N, K), float32 on the CPU.
-    """
-    head = model.head
-    if hasattr(head, 'probabilities'):
-        return head.probabilities(
-            embeddings.to(head.prototypes.device,
-                          head.prototypes.dtype)).float().cpu()
-    prototypes = prototype_matrix(model).detach().float().cpu()
-    return prototype_log_probabilities(embeddings.float().cpu(), prototypes,
-                                       head.loss_module.temperature).exp()
-
-
-def cluster_prior(model: nn.Module) -> nn.Module:
-    """The cluster prior module of a prototype model: ``head.prior``
-    (PMSN) or the loss's ``prior`` (PSwAV).
-
-    Args:
-        model: A PMSN or PSwAV model.
-
-    Returns:
-        The ``BasePrior``.
-    """
-    prior = getattr(model.head, 'prior', None)
-    if prior is None:
-        prior = getattr(model.head.loss_module, 'prior', None)
-    if prior is None:
-        raise AttributeError(f'{type(model).__name__} has neither head.prior '
-                             '(PMSN) nor head.loss_module.prior (PSwAV).')
-    return prior
-
-
-def prior_probabilities(model: nn.Module) -> Tensor:
-    """The prior over the model's K prototypes, float64 on the CPU.
-
-    Args:
-        model: A PMSN or PSwAV model.
-
-    Returns:
-        Tensor of shape (K,).
-    """
-    return cluster_prior(model).probs(
-        prototype_matrix(model).shape[0], torch.device('cpu'), torch.float64)

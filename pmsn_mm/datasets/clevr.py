@@ -20,6 +20,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from mmpretrain.registry import DATASETS
 
+from ..utils.validation import check_choice
 from .annotation_io import read_json_dict, require_list_field
 from .original_layout import OriginalLayoutDataset
 
@@ -110,9 +111,7 @@ def clevr_scene_file(data_root: str, split: str) -> str:
     Returns:
         ``<data_root>/scenes/CLEVR_<official split>_scenes.json``.
     """
-    if split not in CLEVR_SPLITS:
-        raise ValueError(f'split must be one of {tuple(CLEVR_SPLITS)}, got '
-                         f'{split!r}.')
+    check_choice('split', split, tuple(CLEVR_SPLITS))
     return osp.join(data_root, 'scenes',
                     f'CLEVR_{CLEVR_SPLITS[split]}_scenes.json')
 

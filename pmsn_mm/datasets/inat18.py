@@ -19,6 +19,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from mmpretrain.registry import DATASETS
 
+from ..utils.validation import check_choice
 from .annotation_io import read_json_dict, require_list_field
 from .original_layout import OriginalLayoutDataset
 
@@ -44,9 +45,7 @@ def inat18_annotation_file(data_root: str, split: str) -> str:
         data_root: Folder holding the JSON files and ``train_val2018/``.
         split: ``'train'``, ``'val'`` or ``'test'`` (= ``'val'``).
     """
-    if split not in INAT18_SPLITS:
-        raise ValueError(
-            f'split must be one of {tuple(INAT18_SPLITS)}, got {split!r}.')
+    check_choice('split', split, tuple(INAT18_SPLITS))
     return osp.join(data_root, f'{INAT18_SPLITS[split]}.json')
 
 

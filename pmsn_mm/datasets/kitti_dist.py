@@ -36,6 +36,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 from mmpretrain.registry import DATASETS
 
+from ..utils.validation import check_choice, check_number
 from .original_layout import OriginalLayoutDataset
 
 KITTI_VEHICLE_TYPES: Tuple[str, ...] = ('Car', 'Van', 'Truck')
@@ -112,9 +113,8 @@ def kitti_train_test_split(image_ids: Sequence[str],
     Returns:
         ``{'train': sorted ids, 'test': sorted ids}``.
     """
-    if not 0.0 < train_fraction < 1.0:
-        raise ValueError(
-            f'train_fraction must be in (0, 1), got {train_fraction}.')
+    check_number('train_fraction', train_fraction, 0, 1, low_open=True,
+                 high_open=True)
     ids = sorted(image_ids)
     order = np.random.default_rng(seed).permutation(len(ids))
     num_train = int(round(len(ids) * train_fraction))
@@ -145,9 +145,7 @@ def kitti_dist_samples(data_root: str,
     Returns:
         One ``(training/image_2/<id>.png, label)`` pair per image, by id.
     """
-    if split not in KITTI_SPLITS:
-        raise ValueError(
-            f'split must be one of {KITTI_SPLITS}, got {split!r}.')
+    check_choice('split', split, KITTI_SPLITS)
     label_dir = osp.join(data_root, LABEL_DIR)
     if not osp.isdir(label_dir):
         raise FileNotFoundError(
@@ -192,10 +190,9 @@ class KITTIDist(OriginalLayoutDataset):
                  train_fraction: float = 0.8,
                  seed: int = 0,
                  **kwargs) -> None:
-        if not 0.0 < train_fraction < 1.0:
-            raise ValueError(
-                f'train_fraction must be in (0, 1), got {train_fraction}.')
-        self.train_fraction = train_fraction
+        self.train_fraction = check_number('KITTIDist train_fraction',
+                                           train_fraction, 0, 1,
+                                           low_open=True, high_open=True)
         self.seed = seed
         super().__init__(data_root=data_root, split=split, **kwargs)
 

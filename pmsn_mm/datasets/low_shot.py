@@ -12,7 +12,8 @@ import numpy as np
 from mmengine.dataset import BaseDataset
 from mmpretrain.registry import DATASETS
 
-from .samplers.utils import get_dataset_labels
+from ..utils.labels import get_dataset_labels
+from ..utils.validation import check_int, check_number
 
 
 def per_class_subset_indices(labels: Sequence[int],
@@ -41,11 +42,10 @@ def per_class_subset_indices(labels: Sequence[int],
         raise ValueError('Give exactly one of images_per_class and fraction, '
                          f'got images_per_class={images_per_class}, '
                          f'fraction={fraction}.')
-    if images_per_class is not None and images_per_class < 1:
-        raise ValueError(
-            f'images_per_class must be >= 1, got {images_per_class}.')
-    if fraction is not None and not 0.0 < fraction <= 1.0:
-        raise ValueError(f'fraction must be in (0, 1], got {fraction}.')
+    if images_per_class is not None:
+        images_per_class = check_int('images_per_class', images_per_class, 1)
+    if fraction is not None:
+        fraction = check_number('fraction', fraction, 0, 1, low_open=True)
     labels = np.asarray(labels, dtype=np.int64)
     rng = np.random.default_rng(seed)
     keep = []

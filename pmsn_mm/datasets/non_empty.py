@@ -1,12 +1,14 @@
 """A clear error when a dataset loads no samples.
 
-mmengine's ``BaseDataset`` accepts an empty annotation list and fails later,
-far from the cause: ``need at least one array to concatenate`` (serialising
-the data list) or ``ZeroDivisionError`` (``DefaultSampler``). Datasets that
-inherit :class:`NonEmptyDatasetMixin` first raise an error naming the
-dataset type, ``data_root``, ``split`` and annotation file.
+mmengine's ``BaseDataset`` accepts an empty annotation list, and an
+``indices`` setting that selects nothing, and fails later, far from the
+cause: ``need at least one array to concatenate`` (serialising the data
+list) or ``ZeroDivisionError`` (``DefaultSampler``). Datasets that inherit
+:class:`NonEmptyDatasetMixin` first raise an error naming the dataset type,
+``data_root``, ``split`` and annotation file, and the setting that emptied
+it (``filter_cfg`` or ``indices``).
 """
-from typing import List
+from typing import List, Optional, Sequence, Union
 
 
 def dataset_fields(dataset) -> str:
@@ -38,18 +40,63 @@ def empty_dataset_message(dataset, num_loaded: int) -> str:
             'and that the split has images.')
 
 
+def selects_nothing(indices: Optional[Union[int, Sequence[int]]]) -> bool:
+    """Whether mmengine's ``indices`` setting keeps no sample of a
+    non-empty data list.
+
+    mmengine keeps the first ``n`` samples for an int ``n >= 0``, the last
+    ``-n`` for a negative one, and the listed samples for a sequence (an
+    index out of range raises there), so only ``0`` and an empty sequence
+    leave nothing.
+
+    Args:
+        indices: The dataset's ``indices`` argument (None: every sample).
+    """
+    if indices is None:
+        return False
+    if isinstance(indices, int):
+        return indices == 0
+    return len(indices) == 0
+
+
+def empty_subset_message(dataset, num_kept: int, filtered: bool) -> str:
+    """The error text for an ``indices`` setting that selects no sample.
+
+    Args:
+        dataset: The dataset (an mmengine ``BaseDataset``).
+        num_kept: Samples there were to select from.
+        filtered: Whether ``filter_cfg`` removed samples before.
+    """
+    after = ' left after filter_cfg' if filtered else ''
+    indices = getattr(dataset, '_indices', None)
+    return (f'{type(dataset).__name__} is empty ({dataset_fields(dataset)}): '
+            f'indices={indices!r} selects none of its {num_kept} '
+            f'samples{after}. Set indices to None (every sample), a count '
+            'of samples (first n, or last n if negative) or a non-empty '
+            'list of sample indices.')
+
+
 class NonEmptyDatasetMixin:
-    """Raise ``ValueError`` when the loaded (and filtered) data list is empty.
+    """Raise ``ValueError`` when the loaded (and filtered) data list is
+    empty, or when the ``indices`` setting selects none of its samples.
 
     Put it first among the bases: ``class MyDataset(NonEmptyDatasetMixin,
     BaseDataset)``. Hooks into ``filter_data``, which mmengine's
-    ``full_init`` calls right after ``load_data_list``.
+    ``full_init`` calls right after ``load_data_list`` and right before it
+    applies ``indices`` (and serialises the data list), so both checks run
+    before mmengine's own errors, whether ``serialize_data`` is True or
+    False.
     """
 
     def filter_data(self) -> List[dict]:
-        """``super().filter_data()``, refusing an empty result."""
+        """``super().filter_data()``, refusing an empty result or an
+        ``indices`` setting that would empty it."""
         num_loaded = len(self.data_list)
         data_list = super().filter_data()
         if not data_list:
             raise ValueError(empty_dataset_message(self, num_loaded))
+        if selects_nothing(getattr(self, '_indices', None)):
+            raise ValueError(
+                empty_subset_message(self, len(data_list),
+                                     len(data_list) < num_loaded))
         return data_list

@@ -4,12 +4,11 @@ from typing import List, Optional, Sequence, Tuple
 
 import mmcv
 import numpy as np
-import torch
 from mmpretrain.datasets import BaseDataset
 from mmpretrain.registry import DATASETS
 
-from ..models.priors import PowerLawPrior
-from ..utils.validation import check_choice
+from ..utils.power_law import power_law_probs
+from ..utils.validation import check_choice, check_int, check_number
 from .non_empty import NonEmptyDatasetMixin
 from .procedural_shapes import (SHAPE_CLASSES, SHAPE_OPTIONS, render_noise,
                                 render_shapes)
@@ -157,21 +156,22 @@ class PowerLawOverlayDataset(NonEmptyDatasetMixin, BaseDataset):
         check_choice('split', split, SPLITS)
         check_choice('label', label, LABELS)
         check_choice('background_source', background_source,
-                           BACKGROUND_SOURCES)
+                     BACKGROUND_SOURCES)
         check_choice('digit_source', digit_source, DIGIT_SOURCES)
         check_choice('channels', channels, (1, 3))
-        if not np.isfinite(tau) or tau < 0:
-            raise ValueError(f'tau must be a finite number >= 0 (0 = uniform '
-                             f'digits), but got tau={tau}.')
-        if int(digit_size) < 1:
-            raise ValueError(f'digit_size must be >= 1, got {digit_size}.')
-        if int(image_size) < int(digit_size):
+        tau = check_number('PowerLawOverlayDataset tau', tau, 0)
+        digit_size = check_int('PowerLawOverlayDataset digit_size',
+                               digit_size, 1)
+        image_size = check_int('PowerLawOverlayDataset image_size',
+                               image_size, 1)
+        if image_size < digit_size:
             raise ValueError(
                 f'image_size={image_size} is smaller than digit_size='
                 f'{digit_size}; the digit must fit in the image: raise '
                 'image_size or lower digit_size.')
-        if num_samples is not None and int(num_samples) < 1:
-            raise ValueError(f'num_samples must be >= 1, got {num_samples}.')
+        if num_samples is not None:
+            num_samples = check_int('PowerLawOverlayDataset num_samples',
+                                    num_samples, 1)
         shape_options = dict(shape_options or {})
         unknown = sorted(set(shape_options) - set(SHAPE_OPTIONS))
         if unknown:
@@ -183,9 +183,9 @@ class PowerLawOverlayDataset(NonEmptyDatasetMixin, BaseDataset):
                 f'got background_source={background_source!r}.')
         self.split = split
         self.num_samples = num_samples
-        self.image_size = int(image_size)
-        self.digit_size = int(digit_size)
-        self.tau = float(tau)
+        self.image_size = image_size
+        self.digit_size = digit_size
+        self.tau = tau
         self.label = label
         self.background_source = background_source
         self.digit_source = digit_source
@@ -291,9 +291,7 @@ class PowerLawOverlayDataset(NonEmptyDatasetMixin, BaseDataset):
         num = len(backgrounds)
         digit_images, digit_labels_all = self._load_digits()
         digit_labels = rng.choice(
-            10, size=num,
-            p=PowerLawPrior(self.tau)(10, torch.float64).numpy()).astype(
-                np.int64)
+            10, size=num, p=power_law_probs(10, self.tau)).astype(np.int64)
         pool = [np.flatnonzero(digit_labels_all == d) for d in range(10)]
         for d in range(10):
             if len(pool[d]) == 0:

@@ -13,6 +13,8 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..utils.validation import check_number, check_positive, check_range_pair
+
 #: Background classes, in label order.
 SHAPE_CLASSES: Tuple[str, ...] = ('disk', 'square', 'triangle', 'ring',
                                   'plus', 'bar', 'star', 'crescent',
@@ -71,15 +73,6 @@ SHAPE_OPTIONS = ('radius_range', 'centre_range', 'max_angle',
                  'contrast_range', 'noise_std')
 
 
-def _check_range(name: str, value: Sequence[float], low: float,
-                 high: float) -> Tuple[float, float]:
-    if (len(value) != 2 or not np.all(np.isfinite(value))
-            or not low <= value[0] <= value[1] <= high):
-        raise ValueError(f'{name} must be (min, max) with {low} <= min <= '
-                         f'max <= {high}, got {tuple(value)}.')
-    return float(value[0]), float(value[1])
-
-
 def render_shapes(labels: np.ndarray,
                   size: int,
                   rng: np.random.Generator,
@@ -119,16 +112,15 @@ def render_shapes(labels: np.ndarray,
                         or labels.max() >= len(SHAPE_CLASSES)):
         raise ValueError(f'shape labels must be in [0, {len(SHAPE_CLASSES)}),'
                          f' got values in [{labels.min()}, {labels.max()}].')
-    radius_range = _check_range('radius_range', radius_range, 1e-6, 0.5)
+    radius_range = check_range_pair('radius_range', radius_range, 0.0, 0.5,
+                                    low_open=True)
     if centre_range is not None:
-        centre_range = _check_range('centre_range', centre_range, 0.0, 1.0)
-    contrast_range = _check_range('contrast_range', contrast_range, 0.0,
-                                  255.0)
-    if not (np.isfinite(max_angle) and 0 <= max_angle <= 2 * np.pi):
-        raise ValueError(
-            f'max_angle must be in [0, 2 pi] radians, got {max_angle}.')
-    if not (np.isfinite(noise_std) and noise_std >= 0):
-        raise ValueError(f'noise_std must be >= 0, got {noise_std}.')
+        centre_range = check_range_pair('centre_range', centre_range, 0.0,
+                                        1.0)
+    contrast_range = check_range_pair('contrast_range', contrast_range, 0.0,
+                                      255.0)
+    check_number('max_angle', max_angle, 0.0, 2 * np.pi)  # radians
+    check_number('noise_std', noise_std, 0.0)
     if noise_std == 0 and contrast_range[0] == 0:
         raise ValueError('contrast_range starts at 0 and noise_std is 0: an '
                          'image could be constant and cannot be standardised;'
@@ -188,8 +180,7 @@ def render_noise(num: int, size: int, rng: np.random.Generator,
     Returns:
         Uint8 array of shape (N, S, S).
     """
-    if not (np.isfinite(noise_std) and noise_std > 0):
-        raise ValueError(f'noise_std must be > 0, got {noise_std}.')
+    check_positive('noise_std', noise_std)
     img = rng.uniform(*BACKGROUND_LEVEL, size=(num, 1, 1)) + rng.normal(
         0, noise_std, size=(num, size, size))
     mean = img.mean(axis=(1, 2), keepdims=True)

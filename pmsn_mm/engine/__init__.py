@@ -1,2 +1,3 @@
-"""Training-time engine parts: hooks, loops and model wrappers."""
-from . import hooks, model_wrappers, runners  # noqa: F401
+"""Training-time engine parts: hooks, loops, model wrappers and
+optimizer-wrapper constructors."""
+from . import hooks, model_wrappers, optimizers, runners  # noqa: F401

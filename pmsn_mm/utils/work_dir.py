@@ -9,6 +9,10 @@ Used by ``tools/train.py`` before the runner is built:
   ``epoch_N.pth`` (a run killed before ``last_checkpoint`` was written).
 - :func:`existing_checkpoints` lists what a fresh run would overwrite;
   :func:`remove_checkpoints` removes it (``--overwrite``).
+
+Kept instead of ``mmengine.runner.find_latest_checkpoint``: it returns the
+``last_checkpoint`` text as written (the original run's path, None without
+the file) and never falls back to the newest ``iter_N``/``epoch_N.pth``.
 """
 import logging
 import os

@@ -47,9 +47,8 @@ def test_toy_configs_inherit_the_toy_job():
     pswav = Config.fromfile(PSWAV)
     expected = dict(toy.model.backbone, out_type='featmap')
     assert pswav.model.backbone == expected
-    assert pswav.model.head.loss.num_prototypes == \
-        toy.model.head.num_prototypes
-    assert pswav.model.head.loss.prior == toy.model.head.prior
+    assert pswav.model.head.num_prototypes == toy.model.head.num_prototypes
+    assert pswav.model.head.prior == toy.model.head.prior
     # no EMA target in PSwAV (the PMSN model's schedule is not inherited)
     assert 'target_momentum' not in pswav.model
     assert toy.model.head.loss.use_sinkhorn is True
@@ -60,7 +59,7 @@ def test_toy_configs_inherit_the_toy_job():
     assert control.model == toy.model
     adaptive = Config.fromfile(ADAPTIVE).model.head.prior
     assert adaptive.type == 'AdaptivePowerLawPrior'
-    assert adaptive.num_prototypes == toy.model.head.num_prototypes
+    assert 'num_prototypes' not in adaptive  # K is set once, on the head
 
 
 @pytest.mark.parametrize('path, keys', [
@@ -89,5 +88,5 @@ def test_toy_config_runs_two_iterations(path, keys, tmp_path):
             prior.tau.item())
     if path == PSWAV:
         # SwAVHook froze the prototypes (first epoch): unchanged by training
-        w = runner.model.head.loss_module.prototypes.weight
+        w = runner.model.head.prototypes
         assert w.requires_grad is False

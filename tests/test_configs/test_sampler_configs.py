@@ -63,15 +63,19 @@ def test_sampler_config_builds(path, tmp_path):
     # simulate rank 0 of the GPU count in the config name ({N}xb{B})
     world = int(re.search(r'_(\d+)xb\d+', osp.basename(path)).group(1))
     with mock.patch('pmsn_mm.datasets.samplers.class_aware_sampler.'
-                    'get_dist_info', return_value=(0, world)):
+                    'get_dist_info', return_value=(0, world)), \
+            mock.patch('pmsn_mm.datasets.samplers.class_stratified_sampler.'
+                       'get_dist_info', return_value=(0, world)), \
+            mock.patch('mmengine.dataset.sampler.get_dist_info',
+                       return_value=(0, world)):
         loader = Runner.build_dataloader(_loader_cfg(cfg, tmp_path), seed=0)
     expected = cfg.train_dataloader.get('batch_sampler') or \
         cfg.train_dataloader.sampler
     sampler = loader.batch_sampler if 'batch_sampler' in \
         cfg.train_dataloader else loader.sampler
     assert type(sampler).__name__ == expected.type
-    if hasattr(sampler, 'stratified'):
-        batches = sampler.stratified.epoch_batches()  # global batches
+    if hasattr(sampler, 'epoch_batches'):
+        batches = sampler.epoch_batches()  # global batches
         labels = np.asarray(loader.dataset.get_gt_labels())
         k = expected.classes_per_batch
         assert batches.shape[1] == cfg.train_dataloader.batch_size * world

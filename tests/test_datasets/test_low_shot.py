@@ -121,5 +121,6 @@ def test_invalid_counts_are_rejected():
         per_class_subset_indices(labels, images_per_class=3)
     with pytest.raises(ValueError, match=r'fraction must be in \(0, 1\]'):
         per_class_subset_indices(labels, fraction=0.0)
-    with pytest.raises(ValueError, match='images_per_class must be >= 1'):
+    with pytest.raises(ValueError,
+                       match='images_per_class must be an int >= 1'):
         per_class_subset_indices(labels, images_per_class=0)

@@ -71,7 +71,8 @@ def test_bad_stage_is_a_clear_error(tmp_path):
     cfg = _cfg(tmp_path)
     cfg.val_cfg = dict(type='FeatureValLoop', stage='head')
     with pytest.raises(ValueError,
-                       match=r"stage must be one of \('backbone', 'neck'\)"):
+                       match=r"stage must be one of \('backbone', 'neck', "
+                       r"'probs'\)"):
         Runner.from_cfg(cfg).val()
 
 

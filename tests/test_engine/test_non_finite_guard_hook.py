@@ -44,11 +44,11 @@ def _all_finite(path: str) -> bool:
 # ------------------------------------------------------------ settings
 @pytest.mark.parametrize('kwargs, message', [
     (dict(action='halt'), "NonFiniteGuardHook action must be one of "
-     r"\('stop', 'skip'\), but is 'halt'\."),
-    (dict(max_skips=-1), 'NonFiniteGuardHook max_skips must be an int >= 0, '
+     r"\('stop', 'skip'\) but is 'halt'\."),
+    (dict(max_skips=-1), 'NonFiniteGuardHook max_skips must be an int >= 0 '
      'but is -1.'),
     (dict(max_skips=True), 'NonFiniteGuardHook max_skips must be an int >= '
-     '0, but is True.'),
+     '0 but is True.'),
 ])
 def test_bad_settings(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -329,7 +329,7 @@ def test_bad_action_through_train_py(tmp_path):
     cfg = write_config(tmp_path, TINY_PMSN)
     with pytest.raises(ValueError,
                        match="NonFiniteGuardHook action must be one of "
-                       r"\('stop', 'skip'\), but is 'halt'\."):
+                       r"\('stop', 'skip'\) but is 'halt'\."):
         train.main([
             cfg, '--work-dir',
             str(tmp_path / 'work'), '--cfg-options',

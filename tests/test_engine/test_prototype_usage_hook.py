@@ -21,40 +21,21 @@ P = 'prototype_usage/'
 
 
 # ------------------------------------------------------------ fakes
-class _Pre(nn.Module):
-
-    def forward(self, data, training=False):
-        return dict(
-            inputs=[v.float() for v in data['inputs']], data_samples=None)
-
-
-class _TupleOut(nn.Module):
-    """Neck stand-in: optional BN, returns a 1-tuple like MSNProjector."""
-
-    def __init__(self, bn: bool = False) -> None:
-        super().__init__()
-        self.bn = nn.BatchNorm1d(3) if bn else nn.Identity()
-
-    def forward(self, x):
-        return (self.bn(x), )
-
-
-def _head():
-    # one-hot probabilities for orthogonal inputs; uniform prior
-    head = PMSNHead(num_prototypes=3, in_channels=3, temperature=1e-3)
-    with torch.no_grad():
-        head.prototypes.copy_(torch.eye(3))
-    return head
-
-
 class _Model(nn.Module):
+    """A prototype model as the hook sees it: a PMSNHead (uniform prior over
+    3 prototypes) whose ``loss`` records the step's statistics."""
 
-    def __init__(self, bn: bool = False) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.data_preprocessor = _Pre()
-        self.backbone = nn.Identity()
-        self.neck = _TupleOut(bn)
-        self.head = _head()
+        self.head = PMSNHead(num_prototypes=3, in_channels=3,
+                             temperature=1e-3)
+        with torch.no_grad():
+            self.head.prototypes.copy_(torch.eye(3))
+
+    def step(self, anchors, targets):
+        """One training step's loss (one-hot probabilities for orthogonal
+        embeddings)."""
+        return self.head.loss(anchors, targets)
 
 
 class _Vis:
@@ -78,10 +59,9 @@ def _runner(tmp_path, model=None, iteration=0):
         logger=MMLogger.get_current_instance())
 
 
-# anchors (view 1): two on prototype 0, one each on 1, 2 -> p̄ = [.5,.25,.25]
+# anchors: two on prototype 0, one each on 1, 2 -> p̄ = [.5, .25, .25]
 ANCHORS = torch.tensor([[1., 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
-TARGETS = torch.tensor([[0., 0, 1]] * 4)  # view 0: all on prototype 2
-BATCH = dict(inputs=[TARGETS, ANCHORS], data_samples=None)
+TARGETS = torch.tensor([[0., 0, 1]] * 4)  # all on prototype 2
 
 
 def _hand_values():
@@ -105,13 +85,10 @@ def test_compute_scalars_by_hand():
     assert scalars[P + 'num_used_cumulative'] == 3
 
 
-# ------------------------------------------------------------ stages
+
 @pytest.mark.parametrize('kwargs, match', [
     (dict(interval=0), 'interval must be an int >= 1'),
     (dict(interval=None), 'interval must be an int >= 1'),
-    (dict(interval=True), 'interval must be an int >= 1'),
-    (dict(probe_interval=0), 'probe_interval must be an int >= 1'),
-    (dict(view_index=-1), 'view_index must be an int >= 0'),
 ])
 def test_constructor_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -120,41 +97,23 @@ def test_constructor_errors(kwargs, match):
 
 def test_before_train_rejects_non_prototype_model(tmp_path):
     model = nn.Module()
-    model.backbone = nn.Identity()
+    model.head = nn.Linear(2, 2)
     with pytest.raises(AttributeError,
-                       match=r"'head.probabilities', 'head.prior_probs'\]"):
+                       match='PrototypeUsageHook needs a prototype model '
+                       'whose head records its step statistics'):
         PrototypeUsageHook().before_train(_runner(tmp_path, model))
 
 
-def test_anchor_probabilities_use_the_anchor_view():
-    hook = PrototypeUsageHook()
-    probs = hook.anchor_probabilities(_Model(), BATCH)
-    assert torch.allclose(probs, ANCHORS)
-    probs0 = PrototypeUsageHook(view_index=0).anchor_probabilities(
-        _Model(), BATCH)
-    assert torch.allclose(probs0, TARGETS)
-    with pytest.raises(ValueError, match='view_index=2 but the batch has'):
-        PrototypeUsageHook(view_index=2).anchor_probabilities(_Model(), BATCH)
-
-
-def test_probe_leaves_model_state_untouched():
-    model = _Model(bn=True).train()
-    before = {k: v.clone() for k, v in model.state_dict().items()}
-    PrototypeUsageHook().anchor_probabilities(model, BATCH)
-    for key, value in model.state_dict().items():
-        assert torch.equal(value, before[key]), key  # BN stats not updated
-    assert model.training and model.neck.bn.training
-
-
-def test_log_writes_scalars_plot_and_json(tmp_path):
+def test_log_reads_the_step_of_the_loss(tmp_path):
     hook = PrototypeUsageHook(interval=1)
     runner = _runner(tmp_path, iteration=4)
-    hook.accumulate(hook.anchor_probabilities(runner.model, BATCH))
-    scalars = hook.log(runner)
-    assert runner.visualizer.scalars == [(5, scalars)]
+    runner.model.step(ANCHORS, TARGETS)
+    hook.after_train_iter(runner, 4)
+    scalars = runner.visualizer.scalars[0][1]
+    assert runner.visualizer.scalars[0][0] == 5
     for key, value in _hand_values().items():
         assert scalars[key] == pytest.approx(value, abs=1e-6), key
-    assert scalars[P + 'num_used'] == 3
+    assert scalars[P + 'num_used'] == 1  # the targets' argmax
     png = osp.join(str(tmp_path), 'prototype_usage', 'iter_5.png')
     with open(png, 'rb') as f:
         assert f.read(8) == PNG_HEADER
@@ -168,34 +127,25 @@ def test_log_writes_scalars_plot_and_json(tmp_path):
 
 
 def test_schedule_window_mean_and_cumulative_usage(tmp_path):
-    hook = PrototypeUsageHook(interval=2, probe_interval=1, add_image=False)
+    hook = PrototypeUsageHook(interval=2, add_image=False)
     runner = _runner(tmp_path)
     hook.before_train(runner)
-    on_0 = dict(inputs=[TARGETS, torch.tensor([[1., 0, 0]] * 4)])
-    on_1 = dict(inputs=[TARGETS, torch.tensor([[0., 1, 0]] * 4)])
-    for it, batch in enumerate([on_0, on_1, on_1, on_1]):
+    on_0 = torch.tensor([[1., 0, 0]] * 4)
+    on_1 = torch.tensor([[0., 1, 0]] * 4)
+    for it, (anchors, targets) in enumerate([(on_0, on_0), (on_1, on_1),
+                                             (on_1, on_1), (on_1, on_1)]):
         runner.iter = it
-        hook.after_train_iter(runner, it, batch)
+        runner.model.step(anchors, targets)
+        hook.after_train_iter(runner, it)
     logged = runner.visualizer.scalars
     assert [step for step, _ in logged] == [2, 4]
     # window 1: p̄ = [.5, .5, 0]; window 2: p̄ = [0, 1, 0]
     assert logged[0][1][P + 'entropy'] == pytest.approx(LN2, abs=1e-6)
+    assert logged[0][1][P + 'num_used'] == 2
     assert logged[1][1][P + 'entropy'] == pytest.approx(0, abs=1e-6)
     assert logged[1][1][P + 'num_used'] == 1
     assert logged[1][1][P + 'num_used_cumulative'] == 2
     assert runner.visualizer.images == []
-
-
-def test_default_probes_only_log_iterations(tmp_path):
-    hook = PrototypeUsageHook(interval=3)
-    runner = _runner(tmp_path)
-    calls = []
-    hook.accumulate = calls.append
-    hook.log = lambda r: None
-    for it in range(6):
-        runner.iter = it
-        hook.after_train_iter(runner, it, BATCH)
-    assert len(calls) == 2
 
 
 # ------------------------------------------------------------ Runner
@@ -204,6 +154,7 @@ def test_runs_inside_a_real_runner(tmp_path):
         osp.join(CONFIGS, 'pmsn',
                  'pmsn_vit-mini-p4_1xb64-cpu-toy_power-law-overlay.py'))
     cfg.custom_hooks = [dict(type='PrototypeUsageHook', interval=1)]
+    cfg.default_hooks.logger = dict(type='LoggerHook', interval=1)
     cfg.train_dataloader.batch_size = 8
     cfg.train_dataloader.dataset.num_samples = 16
     cfg.train_cfg.max_iters = 2
@@ -232,6 +183,12 @@ def test_runs_inside_a_real_runner(tmp_path):
     assert usage[1][P +
                     'num_used_cumulative'] >= usage[0][P +
                                                        'num_used_cumulative']
+    # the loss's own KL(p̄ || prior) of that step (logged every iteration):
+    # the hook runs no forward of its own, it reads the step
+    loss_kl = {r['step']: r['prior_kl'] for r in rows if 'prior_kl' in r}
+    for row in usage:
+        assert row[P + 'kl_forward'] == pytest.approx(
+            loss_kl[row['step']], rel=1e-4, abs=1e-7)
     # the power-law prior of the config has exp H < 10
     assert usage[0][P + 'prior_effective_clusters'] == pytest.approx(
         9.3095, abs=1e-3)

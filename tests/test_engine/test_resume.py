@@ -120,3 +120,65 @@ def test_resume_continues_the_adaptive_prior_estimate(tmp_path):
     prior = runner.model.head.prior
     assert prior.num_updates.item() == 4
     assert not torch.equal(prior.usage_ema, saved_prior['usage_ema'])
+
+
+class _RecordSamples(Hook):
+    """The ``sample_idx`` of every training batch, by iteration."""
+
+    def __init__(self) -> None:
+        self.batches = {}
+
+    def before_train_iter(self, runner, batch_idx, data_batch=None) -> None:
+        self.batches[runner.iter + 1] = [
+            s.sample_idx for s in data_batch['data_samples']
+        ]
+
+
+def test_toy_job_resumes_its_infinite_sampler_bit_identically(tmp_path):
+    """The toy PMSN job draws its batches from mmengine's InfiniteSampler
+    (batches run across passes over the data): a resume from iteration 3
+    continues with the batches, and ends with the weights, of the
+    uninterrupted run."""
+    path = osp.join(REPO, 'configs', 'pmsn', 'pmsn_vit-mini-p4_1xb128-15e-'
+                    'cpu_shapes-digits-power-law.py')
+
+    def tiny(work_dir, name):
+        cfg = Config.fromfile(path)
+        assert cfg.train_dataloader.sampler.type == 'InfiniteSampler'
+        cfg.work_dir = str(tmp_path / work_dir)
+        cfg.experiment_name = name
+        cfg.train_cfg.max_iters = 6
+        # 40 images in batches of 16: the third batch spans two passes
+        cfg.train_dataloader.batch_size = 16
+        cfg.train_dataloader.dataset.num_samples = 40
+        without_val(cfg)
+        cfg.default_hooks.checkpoint.interval = 3
+        cfg.default_hooks.checkpoint.save_best = None
+        cfg.default_hooks.checkpoint.max_keep_ckpts = 2
+        cfg.randomness = dict(seed=0, deterministic=True)
+        return cfg
+
+    full = Runner.from_cfg(tiny('full', 'full'))
+    full_samples = _RecordSamples()
+    full.register_hook(full_samples)
+    full.train()
+    first_pass = (full_samples.batches[1] + full_samples.batches[2] +
+                  full_samples.batches[3][:8])
+    assert sorted(first_pass) == list(range(40))
+
+    cfg = tiny('resumed', 'resumed')
+    cfg.resume = True
+    cfg.load_from = osp.join(str(tmp_path / 'full'), 'iter_3.pth')
+    resumed = Runner.from_cfg(cfg)
+    resumed_samples = _RecordSamples()
+    resumed.register_hook(resumed_samples)
+    resumed.train()
+
+    assert sorted(resumed_samples.batches) == [4, 5, 6]
+    for it in (4, 5, 6):
+        assert resumed_samples.batches[it] == full_samples.batches[it], it
+    a = torch.load(osp.join(str(tmp_path / 'full'), 'iter_6.pth'))
+    b = torch.load(osp.join(str(tmp_path / 'resumed'), 'iter_6.pth'))
+    assert any(k.startswith('target_net.') for k in a['state_dict'])
+    for key, value in a['state_dict'].items():
+        assert torch.equal(value, b['state_dict'][key]), key

@@ -97,9 +97,10 @@ def test_tensor_outputs_take_label_and_role_from_the_batch():
 
 
 def test_metric_errors():
-    with pytest.raises(ValueError, match='k must be >= 1'):
+    with pytest.raises(ValueError, match='k must be an int >= 1'):
         KNNAccuracy(k=0)
-    with pytest.raises(ValueError, match='temperature must be > 0'):
+    with pytest.raises(ValueError,
+                       match=r'temperature must be in \(0, inf\)'):
         KNNAccuracy(temperature=0.0)
     with pytest.raises(ValueError, match='topk'):
         KNNAccuracy(topk=())

@@ -90,7 +90,7 @@ def test_missing_probe_scores_are_reported():
 @pytest.mark.parametrize('kwargs, match', [
     (dict(topk=()), 'topk must be distinct ints >= 1'),
     (dict(topk=(1, 1)), 'topk must be distinct ints >= 1'),
-    (dict(topk=(0, )), 'topk must be distinct ints >= 1'),
+    (dict(topk=(0, )), 'MultiHeadAccuracy topk must be an int >= 1'),
     (dict(probes=()), 'probes must be None or distinct names'),
     (dict(probes=('a', 'a')), 'probes must be None or distinct names'),
 ])

@@ -11,7 +11,7 @@ from tests._dist import free_port
 # per-rank batch 4 (global 8, K=2); different random streams per rank
 OPTIONS = [
     '--cfg-options', 'train_dataloader.batch_size=4',
-    'train_dataloader.sampler.batch_size=4', 'randomness.diff_rank_seed=True'
+    'randomness.diff_rank_seed=True'
 ]
 
 

@@ -140,8 +140,7 @@ ADAPTIVE = osp.join(
 def test_adaptive_prior_choice_keeps_or_builds_the_prior():
     args = study.parse_args([CONFIG, '--priors', 'adaptive'])
     built = study.make_config(args, 'adaptive', 'forward', 0)
-    assert built.model.head.prior == dict(
-        type='AdaptivePowerLawPrior', num_prototypes=10)
+    assert built.model.head.prior == dict(type='AdaptivePowerLawPrior')
     args = study.parse_args([ADAPTIVE, '--priors', 'adaptive'])
     own = study.make_config(args, 'adaptive', 'forward', 0)
     assert own.model.head.prior.momentum == 0.99  # the config's
@@ -150,7 +149,7 @@ def test_adaptive_prior_choice_keeps_or_builds_the_prior():
         study.make_config(args, 'power-law', 'forward', 0)
     args = study.parse_args([PSWAV, '--priors', 'adaptive'])
     pswav = study.make_config(args, 'adaptive', 'forward', 0)
-    assert pswav.model.head.loss.prior.num_prototypes == 10
+    assert pswav.model.head.prior == dict(type='AdaptivePowerLawPrior')
     assert 'kl_direction' not in pswav.model.head.loss
     with pytest.raises(ValueError, match='--kl-directions reverse needs a '
                        'PMSN config, but the loss is PSwAVLoss'):

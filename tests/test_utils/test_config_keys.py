@@ -105,12 +105,12 @@ train = _load_train_tool()
      'use_sinkhorn, sinkhorn_iterations, entropy_weight, kl_direction, '
      'prior_usage.'),
     ('model.head.prior.tau=0.5',
-     "UniformPrior got unknown config key(s) ['tau']; it takes no config "
-     'keys.'),
-    ('train_dataloader.sampler.clases_per_batch=2',
-     "ClassStratifiedSampler got unknown config key(s) ['clases_per_batch'] "
-     "(did you mean 'classes_per_batch'?); valid keys: dataset, shuffle, "
-     'seed, round_up, classes_per_batch, batch_size, replacement.'),
+     "UniformPrior got unknown config key(s) ['tau']; valid keys: "
+     'num_prototypes.'),
+    ('train_dataloader.batch_sampler.clases_per_batch=2',
+     'ClassStratifiedBatchSampler got unknown config key(s) '
+     "['clases_per_batch'] (did you mean 'classes_per_batch'?); valid keys: "
+     'sampler, batch_size, classes_per_batch, replacement.'),
     ('train_dataloader.dataset.num_sample=10',
      "PowerLawOverlayDataset got unknown config key(s) ['num_sample'] (did "
      "you mean 'num_samples'?); valid keys: split, num_samples, "),

@@ -125,13 +125,6 @@ def run_name(prior: str, direction: str) -> str:
     return prior if direction == 'forward' else f'{prior}-reverse-kl'
 
 
-def prior_holder(cfg):
-    """The config dict holding the prior: ``model.head`` (PMSNHead) or
-    ``model.head.loss`` (PSwAVLoss)."""
-    head = cfg.model.head
-    return head if head.get('type') == 'PMSNHead' else head.loss
-
-
 def make_config(args: argparse.Namespace, prior: str, direction: str,
                 seed: int):
     from mmengine.config import Config
@@ -146,12 +139,10 @@ def make_config(args: argparse.Namespace, prior: str, direction: str,
     if args.max_iters is not None:
         scale_schedule(cfg, args.max_iters)
     loss = cfg.model.head.loss
-    holder = prior_holder(cfg)
+    holder = cfg.model.head  # PMSNHead or PSwAVHead: both own the prior
     own = holder.get('prior', {}).get('type')
     if prior == 'adaptive' and own != 'AdaptivePowerLawPrior':
-        num_prototypes = cfg.model.head.get('num_prototypes',
-                                            loss.get('num_prototypes'))
-        holder.prior = dict(PRIORS[prior], num_prototypes=num_prototypes)
+        holder.prior = copy.deepcopy(PRIORS[prior])
     elif prior not in ('power-law', 'adaptive'):
         holder.prior = copy.deepcopy(PRIORS[prior])
     elif prior == 'power-law' and own != 'PowerLawPrior':
@@ -216,7 +207,7 @@ def scale_schedule(cfg, max_iters: int) -> None:
     ckpt = cfg.default_hooks.get('checkpoint')
     if ckpt is not None:
         ckpt['interval'] = max_iters
-    prior = prior_holder(cfg).get('prior') or {}
+    prior = cfg.model.head.get('prior') or {}
     if prior.get('warmup_updates'):
         prior['warmup_updates'] = int(round(prior['warmup_updates'] * ratio))
     for hook in cfg.get('custom_hooks', None) or []:
@@ -227,48 +218,35 @@ def scale_schedule(cfg, max_iters: int) -> None:
 
 # ------------------------------------------------------------- evaluation
 class _Probe:
-    """Features, prototype assignments and statistics of one model state."""
+    """Embeddings, prototype probabilities and the prior of one model state
+    (through the model's own ``embed``: every stage in one forward)."""
 
     def __init__(self, model, batch_size: int = 500) -> None:
         self.model = model
         self.batch_size = batch_size
 
     def encode(self, images, target: bool = False):
-        """Backbone (CLS, or pooled map) and projector features of
-        normalised images; ``target`` uses the EMA target encoder when the
-        model has one (PMSN), else the online one (PSwAV)."""
+        """``{'backbone', 'neck', 'probs'}`` of normalised images, on the
+        CPU; ``target`` uses the EMA target encoder when the model has one
+        (PMSN), else the online one (PSwAV)."""
         import torch
-        from pmsn_mm.apis import neck_embeddings
-        from pmsn_mm.evaluation.functional import last_output, pooled
-        model = self.model
-        outs_b, outs_n = [], []
-        for s in range(0, len(images), self.batch_size):
-            x = images[s:s + self.batch_size]
-            if target and hasattr(model, 'target_net'):
-                net = model.target_net.module
-                feat = net[0](x)[-1]
-                outs_b.append(feat)
-                outs_n.append(net[1](feat)[0])
-            else:
-                feat = pooled(last_output(model.extract_feat(x)))
-                outs_b.append(feat)
-                outs_n.append(neck_embeddings(model, feat))
-        return torch.cat(outs_b), torch.cat(outs_n)
-
-    def probabilities(self, emb):
-        """Prototype probabilities as the loss computes them (on the CPU)."""
-        from pmsn_mm.apis import prototype_probabilities
-        return prototype_probabilities(self.model, emb)
+        target = target and hasattr(self.model, 'target_net')
+        outs = [
+            self.model.embed(images[s:s + self.batch_size], target=target)
+            for s in range(0, len(images), self.batch_size)
+        ]
+        return {
+            k: torch.cat([o[k] for o in outs]).float().cpu()
+            for k in outs[0]
+        }
 
     def prior(self):
-        from pmsn_mm.apis import prior_probabilities
-        return prior_probabilities(self.model)
+        return self.model.head.prior.probs.detach().double().cpu()
 
     def prior_tau(self) -> Optional[float]:
         """The exponent of a (fixed or learned) power-law prior, else None.
         """
-        from pmsn_mm.apis import cluster_prior
-        tau = getattr(cluster_prior(self.model), 'tau', None)
+        tau = getattr(self.model.head.prior, 'tau', None)
         return None if tau is None else float(tau)
 
 
@@ -295,7 +273,7 @@ def dataset_tensor(dataset, preprocessor, device):
 def assignment_stats(probs, prior, labels: Dict[str, np.ndarray]) -> dict:
     """NMI of argmax assignments, usage, p̄ and entropies."""
     import torch
-    from pmsn_mm.models.losses import entropy, kl_divergence
+    from pmsn_mm.models.utils import entropy, kl_divergence
     probs = probs.double().cpu()
     argmax = probs.argmax(dim=1).numpy()
     usage = np.bincount(argmax, minlength=probs.shape[1]) / len(argmax)
@@ -331,23 +309,20 @@ def evaluate(model, memory, queries, k: int) -> dict:
     was_training = model.training
     model.eval()
     with torch.no_grad():
-        mem_b, mem_n = probe.encode(memory[0])
-        qry_b, qry_n = probe.encode(queries[0])
+        mem = probe.encode(memory[0])
+        qry = probe.encode(queries[0])
         out = {}
-        for stage, mem, qry in (('backbone', mem_b, qry_b), ('neck', mem_n,
-                                                             qry_n)):
+        for stage in ('backbone', 'neck'):
             for label in LABELS:
                 out[f'knn_{label}_{stage}'] = knn_top1(
-                    mem.cpu(), torch.as_tensor(memory[1][label]), qry.cpu(),
-                    torch.as_tensor(queries[1][label]), k)
-        out.update(
-            assignment_stats(probe.probabilities(mem_n), probe.prior(),
-                             memory[1]))
-        out['collapse_indicator'] = collapse_indicator(mem_n)
+                    mem[stage], torch.as_tensor(memory[1][label]),
+                    qry[stage], torch.as_tensor(queries[1][label]), k)
+        out.update(assignment_stats(mem['probs'], probe.prior(), memory[1]))
+        out['collapse_indicator'] = collapse_indicator(mem['neck'])
         if probe.prior_tau() is not None:
             out['prior_tau'] = probe.prior_tau()
     model.train(was_training)
-    return out, mem_b.cpu(), qry_b.cpu()
+    return out, mem['backbone'], qry['backbone']
 
 
 def curve_point(model, images, labels, iteration: int) -> dict:
@@ -357,11 +332,11 @@ def curve_point(model, images, labels, iteration: int) -> dict:
     was_training = model.training
     model.eval()
     with torch.no_grad():
-        _, emb = probe.encode(images)
-        _, emb_t = probe.encode(images, target=True)
         prior = probe.prior()
-        online = assignment_stats(probe.probabilities(emb), prior, labels)
-        target = assignment_stats(probe.probabilities(emb_t), prior, labels)
+        online_emb = probe.encode(images)
+        online = assignment_stats(online_emb['probs'], prior, labels)
+        target = assignment_stats(
+            probe.encode(images, target=True)['probs'], prior, labels)
     model.train(was_training)
     point = dict(prior_tau=probe.prior_tau()) \
         if probe.prior_tau() is not None else {}
@@ -380,19 +355,18 @@ def curve_point(model, images, labels, iteration: int) -> dict:
         target_usage_sorted=target['usage_sorted'],
         num_used_anchor=online['num_used'],
         num_used_target=target['num_used'],
-        collapse_indicator=collapse_indicator(emb))
+        collapse_indicator=collapse_indicator(online_emb['neck']))
 
 
 def make_curve_hook(images, labels, interval: int, curve: list):
     from mmengine.hooks import Hook
-    from mmengine.model import is_model_wrapper
+    from mmpretrain.utils import get_ori_model
 
     class _CurveHook(Hook):
         priority = 'LOW'
 
         def _point(self, runner, iteration):
-            model = runner.model.module if is_model_wrapper(
-                runner.model) else runner.model
+            model = get_ori_model(runner.model)
             point = curve_point(model, images, labels, iteration)
             curve.append(point)
             runner.logger.info(

@@ -25,8 +25,7 @@ from typing import Dict, List, Optional
 from mmengine.config import Config, DictAction
 from mmpretrain.apis import get_model
 
-from pmsn_mm.apis import (build_dataset, dataset_config, load_image,
-                          prototype_probabilities)
+from pmsn_mm.apis import build_dataset, dataset_config, load_image
 from pmsn_mm.evaluation.functional import (extract_features,
                                            top_samples_per_prototype,
                                            usage_counts)
@@ -75,16 +74,15 @@ def main(argv: Optional[List[str]] = None) -> Dict:
     cfg = Config.fromfile(args.config)
     cfg.merge_from_dict(args.cfg_options or {})
     model = get_model(cfg, pretrained=args.checkpoint, device=args.device)
-    for name in ('neck', 'head'):
-        if getattr(model, name, None) is None:
-            raise ValueError(f'{type(model).__name__} has no {name}; the '
-                             'gallery needs a prototype model such as PMSN.')
+    if not hasattr(model, 'embed'):
+        raise ValueError(f'{type(model).__name__} has no prototype stages; '
+                         'the gallery needs a prototype model such as PMSN '
+                         'or PSwAV.')
     ds_cfg = dataset_config(cfg, args.split, args.num_samples, 'train')
     dataset = build_dataset(ds_cfg)
-    embeddings, _ = extract_features(model, dataset, 'neck',
-                                     batch_size=args.batch_size,
-                                     progress=True)
-    probs = prototype_probabilities(model, embeddings)
+    probs, _ = extract_features(model, dataset, 'probs',
+                                batch_size=args.batch_size,
+                                progress=True)
     counts = usage_counts(probs)
     top = top_samples_per_prototype(probs, args.top_n)
     # most used first; ties by index

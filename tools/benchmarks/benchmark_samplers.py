@@ -16,9 +16,10 @@ import tracemalloc
 from typing import Callable, List, Optional, Tuple
 
 import numpy as np
+from mmengine.dataset import DefaultSampler
 
 from pmsn_mm.datasets.samplers import (ClassFrequencySampler,
-                                       ClassStratifiedSampler)
+                                       ClassStratifiedBatchSampler)
 
 
 class LabelOnlyDataset:
@@ -120,7 +121,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         type=parse_case,
         nargs='+',
         default=[(960, 1920), (960, 3840), (8, 4096), (2, 1024)],
-        help='ClassStratifiedSampler settings as K:GLOBAL_BATCH; '
+        help='ClassStratifiedBatchSampler settings as K:GLOBAL_BATCH; '
         'replacement=True is used (and reported) when a class has fewer '
         'than GLOBAL_BATCH / K images')
     parser.add_argument('--powers',
@@ -149,22 +150,22 @@ def main(argv: Optional[List[str]] = None) -> None:
         per_class = global_batch // k
         replacement = bool(counts.min() < per_class)
         start = time.perf_counter()
-        sampler = ClassStratifiedSampler(dataset,
-                                         seed=args.seed,
-                                         classes_per_batch=k,
-                                         batch_size=global_batch,
-                                         replacement=replacement)
+        sampler = ClassStratifiedBatchSampler(
+            DefaultSampler(dataset, seed=args.seed),
+            batch_size=global_batch,
+            classes_per_batch=k,
+            replacement=replacement)
         build = time.perf_counter() - start
         epoch = [0]
 
         def one_epoch_array() -> np.ndarray:
             epoch[0] += 1
-            sampler.set_epoch(epoch[0])
+            sampler.sampler.set_epoch(epoch[0])
             return sampler.epoch_batches()
 
         def one_epoch_list() -> list:
             epoch[0] += 1
-            sampler.set_epoch(epoch[0])
+            sampler.sampler.set_epoch(epoch[0])
             return list(sampler)
 
         t_arr, mem = measure(one_epoch_array, args.repeats)
@@ -172,7 +173,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         note = (f'replacement=True (min class size {counts.min()} < '
                 f'{per_class} images per class per batch)'
                 if replacement else 'replacement=False')
-        print(f'ClassStratifiedSampler K={k:4d} B={global_batch:5d} '
+        print(f'ClassStratifiedBatchSampler K={k:4d} B={global_batch:5d} '
               f'iters={sampler.num_batches:4d}: indices {t_arr * 1e3:7.1f} '
               f'ms, as list {t_list * 1e3:7.1f} ms, peak '
               f'{mem:6.1f} MiB, init {build * 1e3:6.1f} ms; {note}')

@@ -11,6 +11,8 @@ warmup_iters = 30
 
 optim_wrapper = dict(
     type='OptimWrapper',
+    # frozen modules (EMA targets) stay out of the param groups, unlogged
+    constructor='SkipFrozenOptimWrapperConstructor',
     optimizer=dict(type='AdamW', lr=1e-3, weight_decay=0.05),
     paramwise_cfg=dict(norm_decay_mult=0.0, bias_decay_mult=0.0))
 param_scheduler = [

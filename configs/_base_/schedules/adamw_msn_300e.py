@@ -8,6 +8,8 @@ max_epochs = 300
 warmup_epochs = 15
 optim_wrapper = dict(
     type='OptimWrapper',
+    # the EMA target (frozen) stays out of the param groups, unlogged
+    constructor='SkipFrozenOptimWrapperConstructor',
     optimizer=dict(type='AdamW', lr=1e-3, betas=(0.9, 0.999),
                    weight_decay=0.04),
     clip_grad=dict(max_norm=3.0),

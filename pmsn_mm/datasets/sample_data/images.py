@@ -23,6 +23,8 @@ import cv2
 import numpy as np
 from PIL import Image, ImageOps
 
+from ...utils.validation import check_choice, check_number
+
 #: Encodings :func:`write_image` writes (the file's extension is the
 #: caller's; ``png_as_jpeg`` is meant for a ``.JPEG`` name).
 KINDS = ('rgb_jpeg', 'gray_jpeg', 'cmyk_jpeg', 'exif_rotated_jpeg',
@@ -69,8 +71,7 @@ def write_image(path: str, rgb: np.ndarray, kind: str = 'rgb_jpeg',
         kind: One of :data:`KINDS`.
         quality: JPEG quality.
     """
-    if kind not in KINDS:
-        raise ValueError(f'kind must be one of {KINDS} but is {kind!r}.')
+    check_choice('kind', kind, KINDS)
     os.makedirs(osp.dirname(osp.abspath(path)), exist_ok=True)
     image = Image.fromarray(rgb, 'RGB')
     if kind == 'rgb_jpeg':
@@ -118,8 +119,7 @@ def truncate(path: str, keep: float = 0.5) -> None:
         path: The file, rewritten in place.
         keep: Fraction of the bytes kept, in (0, 1).
     """
-    if not 0.0 < keep < 1.0:
-        raise ValueError(f'keep must be in (0, 1) but is {keep}.')
+    check_number('keep', keep, 0, 1, low_open=True, high_open=True)
     with open(path, 'rb') as f:
         data = f.read()
     with open(path, 'wb') as f:

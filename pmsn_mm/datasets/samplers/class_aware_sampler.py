@@ -5,7 +5,8 @@ import numpy as np
 from mmengine.dist import get_dist_info, sync_random_seed
 from torch.utils.data import Sampler
 
-from .utils import get_dataset_labels, group_by_class, make_rng
+from ...utils.labels import get_dataset_labels
+from .utils import group_by_class, make_rng
 
 
 class ClassAwareSampler(Sampler):

@@ -11,7 +11,8 @@ import numpy as np
 from mmpretrain.registry import DATA_SAMPLERS
 
 from .class_aware_sampler import ClassAwareSampler
-from .utils import check_finite_real, group_by_class
+from ...utils.validation import check_number
+from .utils import group_by_class
 
 
 def class_frequency_probs(counts: np.ndarray, power: float) -> np.ndarray:
@@ -44,6 +45,11 @@ def frequency_epoch_indices(
     of class ``k`` thus has probability ``n_k ** (power - 1) / sum_j n_j **
     power`` per draw: ``power=1`` is uniform over images, ``0`` uniform over
     classes, ``0.5`` inverse square-root frequency sampling.
+
+    Kept instead of ``torch.utils.data.WeightedRandomSampler``: its one
+    ``torch.multinomial`` over per-image weights ``n_k ** (power - 1)``
+    overflows for large ``|power|``, refuses over 2**24 images and is not
+    rank-sliced.
 
     Args:
         labels: Int array of shape (N,), the class of every image.
@@ -114,7 +120,7 @@ class ClassFrequencySampler(ClassAwareSampler):
                  round_up: bool = True,
                  *,
                  power: float = 0.5) -> None:
-        self.power = check_finite_real(power, 'power')
+        self.power = check_number('ClassFrequencySampler power', power)
         super().__init__(dataset, shuffle, seed, round_up)
         if self.labels.shape[0] == 0:
             raise ValueError('the dataset is empty; ClassFrequencySampler '

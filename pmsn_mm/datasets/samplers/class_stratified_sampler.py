@@ -7,14 +7,16 @@ drawn uniformly within the class. ``K = 960`` is the paper's
 (SimCLR, batch 4096) its "class-imbalanced" one.
 """
 import math
-from typing import Iterator, List, Optional, Sized, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 import numpy as np
+from mmengine.dist import get_dist_info, sync_random_seed
 from mmpretrain.registry import DATA_SAMPLERS
 from torch.utils.data import BatchSampler, Sampler
 
-from .class_aware_sampler import ClassAwareSampler
-from .utils import check_positive_int, group_by_class
+from ...utils.labels import get_dataset_labels
+from ...utils.validation import check_int
+from .utils import group_by_class, make_rng
 
 
 def occurrence_rank(values: np.ndarray, num_values: int) -> np.ndarray:
@@ -118,16 +120,40 @@ def stratified_epoch_indices(
 
 
 @DATA_SAMPLERS.register_module()
-class ClassStratifiedSampler(ClassAwareSampler):
+class ClassStratifiedBatchSampler(BatchSampler):
     """Every global batch holds ``classes_per_batch`` classes, equally often.
 
     The class-stratified sampler of the paper (§4 "Experimental setup",
-    Appendix G): each iteration first draws ``K = classes_per_batch`` classes
-    uniformly without replacement, then ``global_batch / K`` images from each
-    (see :func:`stratified_epoch_indices`), where ``global_batch =
-    batch_size × world_size``. ``K = 960`` is "class-balanced", ``K = 2`` or
-    ``8`` "class-imbalanced"; both give every image of an equal-size class
-    the same marginal probability per iteration, ``B / (C · n)``.
+    Appendix G), as mmengine's ``batch_sampler``, so the dataloader's
+    ``batch_size`` reaches it and a config states it once::
+
+        train_dataloader = dict(
+            batch_size=64,  # per GPU; 16 GPUs -> global batch 1024
+            drop_last=False,  # torch refuses True with a batch_sampler
+            sampler=dict(type='DefaultSampler', shuffle=True),
+            batch_sampler=dict(type='ClassStratifiedBatchSampler',
+                               classes_per_batch=2),
+            ...)  # every batch is whole
+
+    It exists only as this ``batch_sampler`` (a plain ``sampler`` cannot
+    see the dataloader's ``batch_size``): set ``batch_sampler=dict(
+    type='ClassStratifiedBatchSampler', ...)`` next to a ``DefaultSampler``,
+    never ``sampler=dict(type=...)``.
+
+    Each iteration first draws ``K = classes_per_batch`` classes uniformly
+    without replacement, then ``global_batch / K`` images from each (see
+    :func:`stratified_epoch_indices`), where ``global_batch = batch_size ×
+    world_size``. ``K = 960`` is "class-balanced", ``K = 2`` or ``8``
+    "class-imbalanced"; both give every image of an equal-size class the
+    same marginal probability per iteration, ``B / (C · n)``.
+
+    mmengine builds ``sampler`` first and passes it with ``batch_size``. The
+    sampler supplies the dataset, ``seed``, ``shuffle`` and ``round_up``
+    (``DefaultSampler``'s) and the epoch (mmengine's loops call
+    ``batch_sampler.sampler.set_epoch``); its own index order is not used.
+    The draws of an epoch come from ``seed + epoch`` (``seed`` alone when
+    ``shuffle=False``, so every epoch repeats epoch 0), so resuming
+    reproduces them.
 
     Every rank draws the same global batches (same seed) and takes the
     contiguous slice ``[rank * batch_size, (rank + 1) * batch_size)`` of each
@@ -141,58 +167,46 @@ class ClassStratifiedSampler(ClassAwareSampler):
     which allows classes with fewer than ``global_batch / K`` images.
 
     Length: with ``B = batch_size × world_size`` and ``N = len(dataset)``,
-    an epoch has ``T = ceil(N / B)`` iterations (``round_up=True``; the same
-    as ``DefaultSampler`` with a dataloader of the same batch size and
+    an epoch has ``T = ceil(N / B)`` batches (``round_up=True``; the same as
+    ``DefaultSampler`` with a dataloader of the same batch size and
     ``drop_last=False``) or ``T = N // B`` (``round_up=False``, whole global
-    batches only). ``len(sampler) = T * batch_size`` on every rank, a
-    multiple of ``batch_size``, so every batch the dataloader emits is
-    complete and ``drop_last`` changes nothing.
-
-    In a config, use it as mmengine's ``batch_sampler``,
-    :class:`ClassStratifiedBatchSampler`, which receives the dataloader's
-    ``batch_size``. As a ``sampler``, ``batch_size`` must equal the
-    dataloader's ``batch_size`` (mmengine gives a sampler only the dataset
-    and the seed): ``tools/train.py`` takes the dataloader's value when
-    ``sampler.batch_size`` is left out and refuses a different one at
-    start-up, naming both
-    (:func:`~pmsn_mm.datasets.samplers.sync_sampler_batch_size`).
-
-    Indices are a deterministic function of ``seed`` and the epoch
-    (``set_epoch``), so resuming reproduces them; with ``IterBasedTrainLoop``
-    the infinite dataloader wrapper calls ``set_epoch`` each pass.
+    batches only); every batch is complete.
 
     Args:
-        dataset: A dataset exposing class labels (``get_gt_labels()``,
-            ``get_cat_ids(idx)`` or an mmengine/torch wrapper of one).
-        shuffle: If False, every epoch repeats the indices of epoch 0
-            (the generator ignores the epoch); the batches stay random.
-            Defaults to True.
-        seed: Random seed, identical on all ranks; if None, a seed is drawn
-            and synced with ``mmengine.dist.sync_random_seed()``.
-        round_up: Pad the last partial global batch (True) or drop it.
-            Defaults to True.
+        sampler: The dataloader's sampler (needs ``dataset``; a dataset
+            exposing class labels: ``get_gt_labels()``, ``get_cat_ids(idx)``
+            or an mmengine/torch wrapper of one).
+        batch_size: Per-GPU batch size (the dataloader's).
         classes_per_batch: ``K``, classes per global batch; must divide
             ``batch_size × world_size``.
-        batch_size: Per-GPU batch size, equal to the dataloader's (filled in
-            by ``tools/train.py`` when left out of the config).
         replacement: Sample images within a class with replacement.
             Defaults to False.
     """
 
     def __init__(self,
-                 dataset: Sized,
-                 shuffle: bool = True,
-                 seed: Optional[int] = None,
-                 round_up: bool = True,
-                 *,
-                 classes_per_batch: int,
+                 sampler: Sampler,
                  batch_size: int,
+                 classes_per_batch: int,
                  replacement: bool = False) -> None:
-        self.classes_per_batch = check_positive_int(classes_per_batch,
-                                                    'classes_per_batch')
-        self.batch_size = check_positive_int(batch_size, 'batch_size')
+        if not hasattr(sampler, 'dataset'):
+            raise ValueError(
+                'ClassStratifiedBatchSampler needs a sampler with a dataset '
+                f'(e.g. DefaultSampler), got {type(sampler).__name__}.')
+        self.classes_per_batch = check_int(
+            'ClassStratifiedBatchSampler classes_per_batch',
+            classes_per_batch, 1)
+        batch_size = check_int('ClassStratifiedBatchSampler batch_size',
+                               batch_size, 1)
+        super().__init__(sampler, batch_size, drop_last=False)
         self.replacement = bool(replacement)
-        super().__init__(dataset, shuffle, seed, round_up)
+        self.rank, self.world_size = get_dist_info()
+        self.dataset = sampler.dataset
+        self.shuffle = getattr(sampler, 'shuffle', True)
+        self.round_up = getattr(sampler, 'round_up', True)
+        seed = getattr(sampler, 'seed', None)
+        self.seed = sync_random_seed() if seed is None else seed
+        self.labels = get_dataset_labels(self.dataset)
+        self._groups = group_by_class(self.labels)
         self.global_batch = self.batch_size * self.world_size
         self._validate()
 
@@ -226,6 +240,11 @@ class ClassStratifiedSampler(ClassAwareSampler):
                 'batch; set round_up=True or lower batch_size.')
 
     @property
+    def epoch(self) -> int:
+        """The sampler's epoch (0 if it has none)."""
+        return getattr(self.sampler, 'epoch', 0)
+
+    @property
     def num_batches(self) -> int:
         """Global batches (= iterations) per epoch."""
         n = len(self.labels)
@@ -234,12 +253,13 @@ class ClassStratifiedSampler(ClassAwareSampler):
         return n // self.global_batch
 
     def epoch_batches(self) -> np.ndarray:
-        """All global batches of the current epoch, shape (T, B)."""
+        """All global batches of the sampler's current epoch, shape
+        (T, global_batch)."""
+        rng = make_rng(self.seed + (self.epoch if self.shuffle else 0))
         return stratified_epoch_indices(self.labels, self.num_batches,
                                         self.global_batch,
-                                        self.classes_per_batch,
-                                        self.epoch_rng(), self.replacement,
-                                        self._groups)
+                                        self.classes_per_batch, rng,
+                                        self.replacement, self._groups)
 
     def rank_batches(self) -> np.ndarray:
         """This rank's slice of every global batch, shape
@@ -247,13 +267,13 @@ class ClassStratifiedSampler(ClassAwareSampler):
         lo = self.rank * self.batch_size
         return self.epoch_batches()[:, lo:lo + self.batch_size]
 
-    def __iter__(self) -> Iterator[int]:
-        """Yield this rank's indices: its slice of every global batch."""
-        return iter(self.rank_batches().ravel().tolist())
+    def __iter__(self) -> Iterator[List[int]]:
+        """Yield this rank's batches of the sampler's epoch."""
+        return iter(self.rank_batches().tolist())
 
     def __len__(self) -> int:
-        """Indices per rank and epoch: ``num_batches * batch_size``."""
-        return self.num_batches * self.batch_size
+        """Batches per rank and epoch."""
+        return self.num_batches
 
     def __repr__(self) -> str:
         return (f'{type(self).__name__}(classes_per_batch='
@@ -262,63 +282,4 @@ class ClassStratifiedSampler(ClassAwareSampler):
                 f'replacement={self.replacement}, seed={self.seed})')
 
 
-@DATA_SAMPLERS.register_module()
-class ClassStratifiedBatchSampler(BatchSampler):
-    """:class:`ClassStratifiedSampler` as mmengine's ``batch_sampler``: the
-    dataloader's ``batch_size`` reaches it, so a config states it once::
-
-        train_dataloader = dict(
-            batch_size=64,  # per GPU; 16 GPUs -> global batch 1024
-            sampler=dict(type='DefaultSampler', shuffle=True),
-            batch_sampler=dict(type='ClassStratifiedBatchSampler',
-                               classes_per_batch=2),
-            ...)  # no drop_last: every batch is whole
-
-    mmengine builds ``sampler`` first and passes it with ``batch_size``. The
-    sampler supplies the dataset, ``seed``, ``shuffle`` and ``round_up``
-    (``DefaultSampler``'s) and the epoch (mmengine's loops call
-    ``batch_sampler.sampler.set_epoch``); its own index order is not used.
-    Batch ``t`` of an epoch is this rank's slice of global batch ``t`` of
-    :class:`ClassStratifiedSampler` with the same settings.
-
-    Args:
-        sampler: The dataloader's sampler (needs ``dataset``).
-        batch_size: Per-GPU batch size (the dataloader's).
-        classes_per_batch: ``K``, classes per global batch.
-        replacement: Sample images within a class with replacement.
-            Defaults to False.
-    """
-
-    def __init__(self,
-                 sampler: Sampler,
-                 batch_size: int,
-                 classes_per_batch: int,
-                 replacement: bool = False) -> None:
-        if not hasattr(sampler, 'dataset'):
-            raise ValueError(
-                'ClassStratifiedBatchSampler needs a sampler with a dataset '
-                f'(e.g. DefaultSampler), got {type(sampler).__name__}.')
-        super().__init__(sampler, batch_size, drop_last=False)
-        self.stratified = ClassStratifiedSampler(
-            sampler.dataset,
-            shuffle=getattr(sampler, 'shuffle', True),
-            seed=getattr(sampler, 'seed', None),
-            round_up=getattr(sampler, 'round_up', True),
-            classes_per_batch=classes_per_batch,
-            batch_size=batch_size,
-            replacement=replacement)
-
-    def __iter__(self) -> Iterator[List[int]]:
-        """Yield this rank's batches of the sampler's epoch."""
-        self.stratified.set_epoch(getattr(self.sampler, 'epoch', 0))
-        return iter(self.stratified.rank_batches().tolist())
-
-    def __len__(self) -> int:
-        """Batches per rank and epoch."""
-        return self.stratified.num_batches
-
-
-__all__ = [
-    'ClassStratifiedBatchSampler', 'ClassStratifiedSampler',
-    'stratified_epoch_indices'
-]
+__all__ = ['ClassStratifiedBatchSampler', 'stratified_epoch_indices']

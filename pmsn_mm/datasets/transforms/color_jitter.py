@@ -24,7 +24,7 @@ from mmpretrain.datasets.transforms import ColorJitter as _MMPretrainJitter
 from mmpretrain.registry import TRANSFORMS
 from PIL import Image
 
-from pmsn_mm.utils.validation import check_choice
+from pmsn_mm.utils.validation import check_choice, check_number
 
 HUE_BACKENDS = ('pillow', 'cv2')
 
@@ -46,9 +46,7 @@ def adjust_hue(img: np.ndarray,
         Array of the shape and dtype of ``img``.
     """
     check_choice('ColorJitter backend', backend, HUE_BACKENDS)
-    if not -0.5 <= hue_factor <= 0.5:
-        raise ValueError(
-            f'hue_factor must be in [-0.5, 0.5] but is {hue_factor}.')
+    check_number('hue_factor', hue_factor, -0.5, 0.5)
     if img.ndim == 2:
         return img
     if img.ndim != 3 or img.shape[2] != 3 or img.dtype != np.uint8:

@@ -1,10 +1,11 @@
 """Hooks."""
 from .non_finite_guard_hook import NonFiniteGuardHook, NonFiniteTrainingError
+from .prior_weight_warmup_hook import PriorWeightWarmupHook
 from .prototype_usage_hook import PrototypeUsageHook
 from .rng_state_hook import RNGStateHook
 from .target_ema_hook import TargetEMAHook
 
 __all__ = [
-    'NonFiniteGuardHook', 'NonFiniteTrainingError',
+    'NonFiniteGuardHook', 'NonFiniteTrainingError', 'PriorWeightWarmupHook',
     'PrototypeUsageHook', 'RNGStateHook', 'TargetEMAHook'
 ]

@@ -8,6 +8,8 @@ from mmengine.optim import OptimWrapperDict
 from mmpretrain.registry import HOOKS
 from torch.optim import Optimizer
 
+from ...utils.validation import check_choice, check_int
+
 #: What the hook does on a non-finite iteration.
 ACTIONS = ('stop', 'skip')
 #: Message-hub runtime key (checkpointed) of the number of skipped steps.
@@ -79,16 +81,10 @@ class NonFiniteGuardHook(Hook):
     priority = 'NORMAL'
 
     def __init__(self, action: str = 'stop', max_skips: int = 10) -> None:
-        if action not in ACTIONS:
-            raise ValueError(
-                f'NonFiniteGuardHook action must be one of {ACTIONS}, but is '
-                f'{action!r}.')
-        if isinstance(max_skips, bool) or not isinstance(max_skips, int) \
-                or max_skips < 0:
-            raise ValueError('NonFiniteGuardHook max_skips must be an int >= '
-                             f'0, but is {max_skips!r}.')
+        check_choice('NonFiniteGuardHook action', action, ACTIONS)
         self.action = action
-        self.max_skips = max_skips
+        self.max_skips = check_int('NonFiniteGuardHook max_skips', max_skips,
+                                   0)
         self._handles: list = []
         self._dropped_step = False
         self._last_good: Optional[str] = None

@@ -5,15 +5,15 @@ import os.path as osp
 from typing import Dict, List, Optional
 
 import torch
-from mmengine.dist import all_reduce, is_main_process
+from mmengine.dist import is_main_process
 from mmengine.hooks import Hook
-from mmengine.model import is_model_wrapper
 from mmpretrain.registry import HOOKS
+from mmpretrain.utils import get_ori_model
 from torch import Tensor, nn
-from torch.func import functional_call
 
 from pmsn_mm.evaluation.functional.prior_diagnostics import (
-    prior_diagnostics, sorted_probabilities, update_used_prototypes)
+    prior_diagnostics, sorted_probabilities)
+from pmsn_mm.utils.validation import check_int
 
 PREFIX = 'prototype_usage/'
 
@@ -22,13 +22,13 @@ PREFIX = 'prototype_usage/'
 class PrototypeUsageHook(Hook):
     """Prior diagnostics of a prototype model (PMSN/MSN) during training.
 
-    Every ``probe_interval`` iterations the hook encodes one view of the
-    current batch with the online backbone + neck (unmasked, without
-    gradient, in the model's current train/eval mode as the loss sees it;
-    on copies of the buffers, so BN running statistics are not updated) and
-    takes the head's prototype probabilities (``head.probabilities(z)``:
-    its temperature and label smoothing, as in the loss). Every ``interval``
-    iterations it all-reduces the accumulated sums over ranks (global p̄) and
+    After every training iteration the hook reads the statistics of that
+    step from the head (``head.step_usage``, see ``PMSNHead``): the loss's
+    p̄ -- the mean anchor prototype probability over all anchor views of
+    the global batch, the quantity the KL term matches to the prior -- and
+    the set of prototypes that are the argmax of some target. No second
+    forward pass is run. Every ``interval`` iterations it averages the
+    window's p̄ and
 
     - adds scalars ``prototype_usage/{entropy, effective_clusters,
       kl_forward, kl_reverse, num_used, num_used_cumulative,
@@ -41,23 +41,14 @@ class PrototypeUsageHook(Hook):
       visualizer with ``add_image``) and ``iter_<n>.json`` (sorted p̄, sorted
       prior and the scalars), ``n = runner.iter + 1`` as in checkpoint names.
 
-    This p̄ is a diagnostic: it is close to, but not the same as, the p̄ of
-    the loss, which uses the patch-dropped anchor views (and all of them).
-    The model is only read: ``backbone``, ``neck``, ``data_preprocessor``,
-    ``head.probabilities`` and ``head.prior_probs`` (``PMSNHead``). The
-    used-prototype sets live in the hook and
-    restart with each run (they are not checkpointed).
+    The step statistics are already reduced over ranks by the loss, so
+    every rank holds the same window; the main process logs it. The
+    used-prototype sets live in the hook and restart with each run (they
+    are not checkpointed).
 
     Args:
         interval: Log every ``interval`` training iterations, >= 1.
             Defaults to 50.
-        probe_interval: Probe a batch every ``probe_interval`` iterations
-            (p̄ of a log is the mean over the window's probes; a log
-            iteration is always probed). None probes only at log iterations.
-            Defaults to None.
-        view_index: Which view of a multi-view batch to encode; ``1`` is the
-            first anchor view of PMSN's ``[target, anchors...]`` order.
-            Defaults to 1.
         out_dir: Folder of the plots, relative to ``runner.work_dir`` unless
             absolute. Defaults to ``'prototype_usage'``.
         add_image: Also send the plot to the visualizer. Defaults to True.
@@ -67,25 +58,9 @@ class PrototypeUsageHook(Hook):
 
     def __init__(self,
                  interval: int = 50,
-                 probe_interval: Optional[int] = None,
-                 view_index: int = 1,
                  out_dir: str = 'prototype_usage',
                  add_image: bool = True) -> None:
-        for name, value in (('interval', interval), ('probe_interval',
-                                                     probe_interval)):
-            if value is not None and (isinstance(value, bool) or
-                                      not isinstance(value, int) or value < 1):
-                raise ValueError(f'{name} must be an int >= 1 but is '
-                                 f'{value!r}.')
-        if interval is None:
-            raise ValueError('interval must be an int >= 1 but is None.')
-        if (isinstance(view_index, bool) or not isinstance(view_index, int)
-                or view_index < 0):
-            raise ValueError(
-                f'view_index must be an int >= 0 but is {view_index!r}.')
-        self.interval = interval
-        self.probe_interval = probe_interval
-        self.view_index = view_index
+        self.interval = check_int('interval', interval, 1)
         self.out_dir = out_dir
         self.add_image = add_image
         self._reset_window()
@@ -97,69 +72,32 @@ class PrototypeUsageHook(Hook):
         self._window_used: Optional[Tensor] = None
 
     @staticmethod
-    def _unwrap(model: nn.Module) -> nn.Module:
-        return model.module if is_model_wrapper(model) else model
-
-    @staticmethod
-    def _check_model(model: nn.Module) -> None:
+    def _head(runner) -> nn.Module:
+        model = get_ori_model(runner.model)
         head = getattr(model, 'head', None)
-        missing = [
-            name
-            for name, ok in (('backbone', hasattr(model, 'backbone')),
-                             ('data_preprocessor',
-                              hasattr(model, 'data_preprocessor')),
-                             ('head.probabilities',
-                              hasattr(head, 'probabilities')),
-                             ('head.prior_probs',
-                              hasattr(head, 'prior_probs'))) if not ok
-        ]
-        if missing:
+        if not (hasattr(head, 'step_usage') and hasattr(head, 'prior')):
             raise AttributeError(
-                f'PrototypeUsageHook needs a prototype model such as PMSN; '
-                f'{type(model).__name__} lacks {missing}.')
+                'PrototypeUsageHook needs a prototype model whose head '
+                'records its step statistics (step_usage) and owns a prior, '
+                f'such as PMSN with PMSNHead; {type(model).__name__} with '
+                f'{type(head).__name__} has not.')
+        return head
 
     def before_train(self, runner) -> None:
-        self._check_model(self._unwrap(runner.model))
+        self._head(runner)
         self._reset_window()
         self._used = None
 
-    # ------------------------------------------------------------ probing
-    @torch.no_grad()
-    def anchor_probabilities(self, model: nn.Module,
-                             data_batch: dict) -> Tensor:
-        """Prototype probabilities of one view of a batch.
-
-        Args:
-            model: The (unwrapped) model.
-            data_batch: A batch from the train dataloader.
-
-        Returns:
-            Tensor of shape (B, K).
+    def accumulate(self, mean_probs: Tensor, used: Tensor) -> None:
+        """Add one step's p̄ (K,) and argmax set (bool (K,)) to the window.
         """
-        inputs = model.data_preprocessor(data_batch, False)['inputs']
-        if isinstance(inputs, (list, tuple)):
-            if self.view_index >= len(inputs):
-                raise ValueError(
-                    f'view_index={self.view_index} but the batch has only '
-                    f'{len(inputs)} views.')
-            inputs = inputs[self.view_index]
-        z = _call_keeping_buffers(model.backbone, inputs)
-        neck = getattr(model, 'neck', None)
-        if neck is not None:
-            z = _call_keeping_buffers(neck, z)
-        z = z[-1] if isinstance(z, (list, tuple)) else z
-        return model.head.probabilities(z.float())
-
-    def accumulate(self, probs: Tensor) -> None:
-        """Add a batch of probabilities (N, K) to the current window."""
-        probs = probs.detach().double()
+        mean_probs = mean_probs.detach().double()
         if self._prob_sum is None:
-            self._prob_sum = probs.new_zeros(probs.shape[1])
-            self._window_used = probs.new_zeros(
-                probs.shape[1], dtype=torch.bool)
-        self._prob_sum += probs.sum(dim=0)
-        self._count += probs.shape[0]
-        self._window_used = update_used_prototypes(self._window_used, probs)
+            self._prob_sum = torch.zeros_like(mean_probs)
+            self._window_used = torch.zeros_like(mean_probs, dtype=torch.bool)
+        self._prob_sum += mean_probs
+        self._count += 1
+        self._window_used |= used.to(self._window_used.device)
 
     # ------------------------------------------------------------ logging
     @staticmethod
@@ -182,31 +120,19 @@ class PrototypeUsageHook(Hook):
         stats['num_used_cumulative'] = float(used.sum())
         return {PREFIX + k: v for k, v in stats.items()}
 
-    def _reduce(self) -> Tensor:
-        """All-reduce the window over ranks; returns p̄ (K,), updates sets."""
-        num = self._prob_sum.numel()
-        used = self._window_used if self._used is None else self._used
-        packed = torch.cat([
-            self._prob_sum,
-            self._prob_sum.new_tensor([float(self._count)]),
-            self._window_used.double(), (used | self._window_used).double()
-        ])
-        all_reduce(packed, op='sum')
-        self._window_used = packed[num + 1:2 * num + 1] > 0
-        self._used = packed[2 * num + 1:] > 0
-        return packed[:num] / packed[num]
-
     def log(self, runner) -> Dict[str, float]:
         """Reduce, log, plot and start a new window; returns the scalars."""
         if self._prob_sum is None:
             return {}
-        mean_probs = self._reduce().cpu()
-        window_used, used = self._window_used.cpu(), self._used.cpu()
+        mean_probs = (self._prob_sum / self._count).cpu()
+        window_used = self._window_used.cpu()
+        used = window_used if self._used is None else (self._used
+                                                       | window_used)
+        self._used = used
         self._reset_window()
         if not is_main_process():
             return {}
-        model = self._unwrap(runner.model)
-        prior = model.head.prior_probs(torch.device('cpu'), torch.float64)
+        prior = self._head(runner).prior.probs.detach().cpu().double()
         scalars = self.compute_scalars(mean_probs, prior, window_used, used)
         step = runner.iter + 1
         runner.visualizer.add_scalars(scalars, step=step)
@@ -238,22 +164,11 @@ class PrototypeUsageHook(Hook):
                          batch_idx: int,
                          data_batch: Optional[dict] = None,
                          outputs: Optional[dict] = None) -> None:
-        log_now = self.every_n_train_iters(runner, self.interval)
-        probe_now = log_now or (self.probe_interval is not None
-                                and self.every_n_train_iters(
-                                    runner, self.probe_interval))
-        if probe_now and data_batch is not None:
-            self.accumulate(
-                self.anchor_probabilities(
-                    self._unwrap(runner.model), data_batch))
-        if log_now:
+        stats = self._head(runner).step_usage
+        if stats:
+            self.accumulate(stats['mean_probs'], stats['prototypes_used'])
+        if self.every_n_train_iters(runner, self.interval):
             self.log(runner)
-
-
-def _call_keeping_buffers(module: nn.Module, x):
-    """``module(x)`` on copies of its buffers (BN running stats stay put)."""
-    buffers = {name: b.clone() for name, b in module.named_buffers()}
-    return functional_call(module, buffers, (x, ), strict=False)
 
 
 def _to_list(t: Tensor) -> List[float]:

@@ -4,9 +4,9 @@ from typing import Dict, List, Sequence, Union
 
 import torch
 from mmengine.evaluator import Evaluator
-from mmengine.model import is_model_wrapper
 from mmengine.runner import TestLoop, ValLoop, autocast
 from mmpretrain.registry import LOOPS
+from mmpretrain.utils import get_ori_model
 from torch.utils.data import DataLoader
 
 from pmsn_mm.evaluation.functional.features import STAGES, batch_features
@@ -27,8 +27,7 @@ def feature_iter(loop: Union[ValLoop, TestLoop], mode: str, idx: int,
     runner = loop.runner
     runner.call_hook(f'before_{mode}_iter', batch_idx=idx,
                      data_batch=data_batch)
-    model = runner.model.module if is_model_wrapper(
-        runner.model) else runner.model
+    model = get_ori_model(runner.model)
     with autocast(enabled=loop.fp16):
         outputs = list(batch_features(model, data_batch, loop.stage))
     loop.evaluator.process(data_samples=outputs, data_batch=data_batch)

@@ -4,26 +4,17 @@ probe) and of a whole dataset (:func:`extract_features`)."""
 from typing import Any, Dict, Sequence, Tuple, Union
 
 import torch
-import torch.nn.functional as F
 from mmengine.dataset import default_collate
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
+from pmsn_mm.models.utils.pooling import last_output, pooled
 from pmsn_mm.utils.validation import check_choice
 
-#: Where :func:`batch_features` reads the features.
-STAGES = ('backbone', 'neck')
-
-
-def last_output(x: Union[Tensor, tuple, list]) -> Tensor:
-    """The last element of a backbone/neck output tuple (or the tensor)."""
-    return x[-1] if isinstance(x, (list, tuple)) else x
-
-
-def pooled(x: Tensor) -> Tensor:
-    """(B, C, H, W) maps average-pooled to (B, C); other shapes unchanged."""
-    return F.adaptive_avg_pool2d(x, 1).flatten(1) if x.dim() == 4 else x
+#: Where :func:`batch_features` reads the features (``'probs'``: prototype
+#: models only).
+STAGES = ('backbone', 'neck', 'probs')
 
 
 def batch_features(model: nn.Module, data: dict,
@@ -31,20 +22,31 @@ def batch_features(model: nn.Module, data: dict,
     """Features of a ``default_collate`` batch, shape (B, D).
 
     Runs ``model.data_preprocessor``, takes the first view when the
-    pre-processor returns a list (``SelfSupDataPreprocessor``), then the last
-    output of ``model.extract_feat`` (``'backbone'``) or of ``model.neck`` on
-    it (``'neck'``), average-pooling 4-D maps. Call under ``no_grad``.
+    pre-processor returns a list (``SelfSupDataPreprocessor``), then the
+    model's own embedding: ``model.extract_feat(inputs, stage=stage)`` for
+    models with stages (PMSN, PSwAV:
+    :class:`~pmsn_mm.models.selfsup.PrototypeEmbedMixin`); for other
+    mmpretrain models the last output of ``model.extract_feat`` (and of
+    ``model.neck`` on it for ``'neck'``), average-pooling 4-D maps. Call
+    under ``no_grad``.
 
     Args:
         model: An mmpretrain model (e.g. PMSN) in the desired mode.
         data: A collated batch with ``inputs`` and ``data_samples``.
-        stage: ``'backbone'`` or ``'neck'``.
+        stage: ``'backbone'``, ``'neck'`` or ``'probs'`` (prototype
+            probabilities; prototype models only).
 
     Returns:
         Tensor of shape (B, D).
     """
     inputs = model.data_preprocessor(data, False)['inputs']
     inputs = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
+    if hasattr(model, 'embed'):
+        return model.extract_feat(inputs, stage=stage)
+    if stage == 'probs':
+        raise ValueError(
+            f"stage='probs' needs a prototype model (PMSN, PSwAV), but the "
+            f'model is {type(model).__name__}.')
     out = last_output(model.extract_feat(inputs))
     if stage == 'neck':
         out = last_output(model.neck(out))
@@ -91,7 +93,7 @@ def extract_features(
         data: A dataset whose pipeline packs ``inputs`` (a test pipeline;
             batched here, unshuffled), or a ``DataLoader`` (in index order
             for features in dataset order).
-        stage: ``'backbone'`` or ``'neck'``.
+        stage: One of :data:`STAGES`.
         label_keys: Labels to collect from the data samples (see
             :func:`sample_label`).
         batch_size: Batch size when ``data`` is a dataset.

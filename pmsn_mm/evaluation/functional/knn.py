@@ -8,6 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ...utils.validation import check_int, check_positive
+
 
 def cosine_topk(queries: Tensor,
                 bank: Tensor,
@@ -69,11 +71,8 @@ def weighted_knn_scores(train_feats: Tensor,
     Returns:
         Tensor of shape (M, C) with the summed vote weights.
     """
-    if not 1 <= k <= len(train_feats):
-        raise ValueError(f'k must be in [1, {len(train_feats)}] (the number '
-                         f'of training features), got {k}.')
-    if temperature <= 0:
-        raise ValueError(f'temperature must be > 0, got {temperature}.')
+    check_int('k', k, 1, len(train_feats))  # at most the training features
+    check_positive('temperature', temperature)
     top_sim, top_idx = cosine_topk(test_feats, train_feats, k,
                                    chunk_size=chunk_size)
     weights = (top_sim / temperature).exp()
@@ -125,9 +124,7 @@ def cosine_knn(feats: Tensor,
         Long tensor of shape (Q, k), most similar first.
     """
     num = len(feats)
-    if not 1 <= k <= num - int(exclude_self):
-        raise ValueError(f'k must be in [1, {num - int(exclude_self)}] for '
-                         f'{num} samples, got {k}.')
+    check_int('k', k, 1, num - int(exclude_self))
     queries = torch.arange(num) if queries is None else torch.as_tensor(
         queries, dtype=torch.long)
     return cosine_topk(feats[queries], feats, k,

@@ -56,6 +56,10 @@ def stratified_holdout(labels: np.ndarray, val_fraction: float,
     n_c - 1)`` of them in the val part, so every class keeps at least one
     image to fit on.
 
+    Kept instead of sklearn's ``train_test_split(stratify=...)`` /
+    ``StratifiedShuffleSplit``: they raise on a class with one image (low-shot
+    sets) instead of keeping it whole in the fit part.
+
     Args:
         labels: Int array of shape (N,).
         val_fraction: Fraction of every class held out, in (0, 1).
@@ -83,12 +87,11 @@ def stratified_holdout(labels: np.ndarray, val_fraction: float,
     return fit_idx, val_idx
 
 
-def _fit(feats: np.ndarray, labels: np.ndarray, c: float, max_iter: int,
-         seed: int) -> 'LogisticRegression':  # noqa: F821
+def _classifier(c: float, max_iter: int,
+                seed: int) -> 'LogisticRegression':  # noqa: F821
     # imported here: importing pmsn_mm (and this module) loads no sklearn
     from sklearn.linear_model import LogisticRegression
-    clf = LogisticRegression(C=c, max_iter=max_iter, random_state=seed)
-    return clf.fit(feats, labels)
+    return LogisticRegression(C=c, max_iter=max_iter, random_state=seed)
 
 
 def _accuracy(clf: 'LogisticRegression', feats: np.ndarray,
@@ -105,6 +108,9 @@ def select_regularization(train_feats: np.ndarray,
                           ) -> Tuple[float, Dict[float, float]]:
     """Choose C on a validation split of the training set only.
 
+    sklearn's ``GridSearchCV`` over the single ``PredefinedSplit`` given by
+    :func:`stratified_holdout` (fit on the rest, accuracy on the val part).
+
     Args:
         train_feats: Float array of shape (N, D) (already normalised).
         train_labels: Int array of shape (N,).
@@ -117,13 +123,21 @@ def select_regularization(train_feats: np.ndarray,
         ``(best C, {C: val accuracy in %})``; ties go to the smallest C
         (the strongest regularisation).
     """
-    fit_idx, val_idx = stratified_holdout(train_labels, val_fraction, seed)
-    val_accuracy = {}
-    for c in sorted(cs):
-        clf = _fit(train_feats[fit_idx], train_labels[fit_idx], c, max_iter,
-                   seed)
-        val_accuracy[c] = _accuracy(clf, train_feats[val_idx],
-                                    train_labels[val_idx])
+    from sklearn.model_selection import GridSearchCV, PredefinedSplit
+    _, val_idx = stratified_holdout(train_labels, val_fraction, seed)
+    test_fold = np.full(len(train_labels), -1)
+    test_fold[val_idx] = 0  # one split: fit on the rest, score on val_idx
+    grid = sorted(cs)
+    search = GridSearchCV(
+        _classifier(grid[0], max_iter, seed), {'C': grid},
+        scoring='accuracy',
+        cv=PredefinedSplit(test_fold),
+        refit=False,
+        error_score='raise').fit(train_feats, train_labels)
+    val_accuracy = {
+        c: float(acc * 100)
+        for c, acc in zip(grid, search.cv_results_['mean_test_score'])
+    }
     best = max(val_accuracy.values())
     best_c = min(c for c, acc in val_accuracy.items() if acc == best)
     return best_c, val_accuracy
@@ -168,6 +182,6 @@ def select_and_evaluate(train_feats: Any,
                                                  val_fraction, seed, max_iter)
     # Test labels are touched only from here on.
     test_y = _labels(test_labels, len(test_x), 'test_labels')
-    clf = _fit(train_x, train_y, best_c, max_iter, seed)
+    clf = _classifier(best_c, max_iter, seed).fit(train_x, train_y)
     return LogisticEvalResult(best_c, val_accuracy,
                               _accuracy(clf, test_x, test_y))

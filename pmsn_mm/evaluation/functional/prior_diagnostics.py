@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from pmsn_mm.models.losses import entropy, kl_divergence
+from pmsn_mm.models.utils.distributions import entropy, kl_divergence
 
 
 def _check_probs(mean_probs: Tensor, prior: Tensor) -> None:

@@ -4,6 +4,7 @@ from typing import Dict, List, Optional, Sequence
 from mmpretrain.evaluation import Accuracy
 from mmpretrain.registry import METRICS
 
+from ...utils.validation import check_int, check_positive
 from ..functional.knn import weighted_knn_scores
 from .frozen_feature_metric import FrozenFeatureMetric
 
@@ -48,18 +49,15 @@ class KNNAccuracy(FrozenFeatureMetric):
                  prefix: Optional[str] = None) -> None:
         super().__init__(feature_key, label_key, role_key, collect_device,
                          prefix)
-        if k < 1:
-            raise ValueError(f'k must be >= 1, got {k}.')
-        if temperature <= 0:
-            raise ValueError(f'temperature must be > 0, got {temperature}.')
-        if not topk or any(int(t) < 1 for t in topk):
-            raise ValueError(f'topk must be a non-empty sequence of ints '
-                             f'>= 1, got {topk}.')
-        if num_classes is not None and num_classes < 1:
-            raise ValueError(f'num_classes must be >= 1, got {num_classes}.')
-        self.k = k
-        self.temperature = temperature
-        self.topk = tuple(int(t) for t in topk)
+        self.k = check_int('KNNAccuracy k', k, 1)
+        self.temperature = check_positive('KNNAccuracy temperature',
+                                          temperature)
+        if not topk:
+            raise ValueError('KNNAccuracy topk must be a non-empty sequence '
+                             f'of ints >= 1, but is {topk!r}.')
+        self.topk = tuple(check_int('KNNAccuracy topk', t, 1) for t in topk)
+        if num_classes is not None:  # None: from the labels
+            num_classes = check_int('KNNAccuracy num_classes', num_classes, 1)
         self.num_classes = num_classes
 
     def compute_metrics(self, results: List[dict]) -> Dict[str, float]:

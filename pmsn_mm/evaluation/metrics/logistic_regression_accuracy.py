@@ -3,6 +3,7 @@ from typing import Dict, List, Optional, Sequence
 
 from mmpretrain.registry import METRICS
 
+from ...utils.validation import check_int, check_number, check_positive
 from ..functional.logistic_regression import (DEFAULT_CS,
                                               select_and_evaluate)
 from .frozen_feature_metric import FrozenFeatureMetric
@@ -53,19 +54,17 @@ class LogisticRegressionAccuracy(FrozenFeatureMetric):
                  prefix: Optional[str] = None) -> None:
         super().__init__(feature_key, label_key, role_key, collect_device,
                          prefix)
-        cs = tuple(float(c) for c in cs)
-        if not cs or any(c <= 0 for c in cs):
-            raise ValueError(f'cs must be a non-empty sequence of values > 0,'
-                             f' got {cs}.')
-        if not 0.0 < val_fraction < 1.0:
-            raise ValueError(
-                f'val_fraction must be in (0, 1), got {val_fraction}.')
-        if max_iter < 1:
-            raise ValueError(f'max_iter must be >= 1, got {max_iter}.')
-        self.cs = cs
-        self.val_fraction = val_fraction
+        if not cs:
+            raise ValueError('LogisticRegressionAccuracy cs must be a '
+                             f'non-empty sequence of values > 0, got {cs!r}.')
+        self.cs = tuple(
+            check_positive('LogisticRegressionAccuracy cs', c) for c in cs)
+        self.val_fraction = check_number(
+            'LogisticRegressionAccuracy val_fraction', val_fraction, 0, 1,
+            low_open=True, high_open=True)
         self.seed = seed
-        self.max_iter = max_iter
+        self.max_iter = check_int('LogisticRegressionAccuracy max_iter',
+                                  max_iter, 1)
         self.normalize = normalize
 
     def compute_metrics(self, results: List[dict]) -> Dict[str, float]:

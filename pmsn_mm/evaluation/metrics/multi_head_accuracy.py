@@ -6,6 +6,8 @@ from mmengine.evaluator import BaseMetric
 from mmpretrain.evaluation import Accuracy
 from mmpretrain.registry import METRICS
 
+from ...utils.validation import check_int
+
 #: Data-sample field prefix under which each probe's scores are stored.
 SCORE_PREFIX = 'pred_score_'
 
@@ -40,11 +42,10 @@ class MultiHeadAccuracy(BaseMetric):
                  prefix: Optional[str] = None) -> None:
         super().__init__(collect_device=collect_device, prefix=prefix)
         topk = (topk, ) if isinstance(topk, int) else tuple(topk)
-        if not topk or len(set(topk)) != len(topk) or any(
-                isinstance(k, bool) or not isinstance(k, int) or k < 1
-                for k in topk):
-            raise ValueError('topk must be distinct ints >= 1, but is '
-                             f'{topk!r}.')
+        if not topk or len(set(topk)) != len(topk):
+            raise ValueError('MultiHeadAccuracy topk must be distinct ints '
+                             f'>= 1, but is {topk!r}.')
+        topk = tuple(check_int('MultiHeadAccuracy topk', k, 1) for k in topk)
         if probes is not None:
             probes = (probes, ) if isinstance(probes, str) else tuple(probes)
             if not probes or len(set(probes)) != len(probes):

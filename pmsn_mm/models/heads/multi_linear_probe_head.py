@@ -8,6 +8,8 @@ from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 from torch import Tensor, nn
 
+from ...utils.validation import check_int
+
 #: Probe types: a plain Linear, and BatchNorm (no affine by default) + Linear.
 PROBE_TYPES = ('linear', 'bn_linear')
 
@@ -44,11 +46,6 @@ class BNLinear(nn.Module):
         else:
             x = self.bn(x)
         return self.fc(x)
-
-
-def _check_positive_int(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f'{name} must be an int >= 1 but is {value!r}.')
 
 
 @MODELS.register_module()
@@ -103,8 +100,8 @@ class MultiLinearProbeHead(BaseModule):
         if init_cfg is None:
             init_cfg = dict(type='Normal', layer='Linear', std=0.01, bias=0.0)
         super().__init__(init_cfg=init_cfg)
-        _check_positive_int('num_classes', num_classes)
-        _check_positive_int('in_channels', in_channels)
+        check_int('num_classes', num_classes, 1)
+        check_int('in_channels', in_channels, 1)
         probes = [probes] if isinstance(probes, str) else list(probes)
         if not probes or any(p not in PROBE_TYPES for p in probes) or \
                 len(set(probes)) != len(probes):
@@ -112,7 +109,7 @@ class MultiLinearProbeHead(BaseModule):
                              f'distinct types from {PROBE_TYPES}, but is '
                              f'{probes!r}.')
         bn_channels = in_channels if bn_channels is None else bn_channels
-        _check_positive_int('bn_channels', bn_channels)
+        check_int('bn_channels', bn_channels, 1)
         if in_channels % bn_channels:
             raise ValueError(f'bn_channels={bn_channels} must divide '
                              f'in_channels={in_channels}.')

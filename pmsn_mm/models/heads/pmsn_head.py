@@ -5,12 +5,12 @@ from typing import Dict, Optional, Union
 
 import torch
 import torch.nn.functional as F
-from mmengine.model import BaseModule
 from mmpretrain.registry import MODELS
 from torch import Tensor, nn
 
-#: Settings of the head that older configs gave to ``PMSNLoss``.
-HEAD_SETTINGS = ('temperature', 'label_smoothing', 'prior')
+from ...utils.validation import check_number, check_positive
+from ..utils.amp import upcast
+from .base_prototype_head import BasePrototypeHead
 
 
 def prototype_log_probabilities(x: Tensor,
@@ -45,36 +45,26 @@ def prototype_log_probabilities(x: Tensor,
     return log_probs
 
 
-def _upcast(x: Tensor) -> Tensor:
-    """Half precision (AMP) is computed in float32, as in MSN."""
-    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
-
-
 @MODELS.register_module()
-class PMSNHead(BaseModule):
+class PMSNHead(BasePrototypeHead):
     """Learnable prototypes, their probabilities and the cluster prior of
     PMSN (paper eq. (msn_prior)); the loss term is ``PMSNLoss``.
 
     The head is the one public API of the prototype probabilities:
     :meth:`log_probabilities` / :meth:`probabilities` (``p_i`` of eq. (msn),
-    with this head's temperature and label smoothing) and
-    :meth:`prior_probs` (the prior over its K prototypes). :meth:`loss`
+    with this head's temperature and label smoothing); the prior is
+    ``head.prior`` (its probabilities ``head.prior.probs``). :meth:`loss`
     computes the anchor log-probabilities (with gradient) and the target
-    probabilities (without), then calls the loss with them and the prior,
-    as mmpretrain heads compute logits and call their loss.
+    probabilities (without), then calls the loss with them and the prior's
+    probabilities, as mmpretrain heads compute logits and call their loss,
+    and updates a learned prior from the usage the loss returns.
 
-    The prototypes are initialised uniformly in ``±sqrt(1 / D)`` (official
-    MSN) from the global torch RNG in ``__init__``; :meth:`init_weights`
-    keeps them (it only runs ``init_cfg``, e.g. ``Pretrained``).
-    Prototypes should get no weight decay, as in MSN::
+    After every :meth:`loss` call, :attr:`step_usage` holds the step's
+    global (all-rank) ``mean_probs`` (p̄, shape (K,)) and
+    ``prototypes_used`` (bool (K,), argmax of the targets), detached; the
+    ``PrototypeUsageHook`` reads them.
 
-        optim_wrapper = dict(
-            ...,
-            paramwise_cfg=dict(
-                custom_keys={'prototypes': dict(decay_mult=0.0)}))
-
-    Checkpoints written before the prior moved here (its buffers under
-    ``head.loss_module.prior.``) load with their keys renamed.
+    See :class:`BasePrototypeHead` for the prototypes and the prior.
 
     Args:
         num_prototypes: Number of prototypes K, >= 1.
@@ -82,15 +72,16 @@ class PMSNHead(BaseModule):
         temperature: Cosine-similarity temperature, > 0. Defaults to 0.1.
         label_smoothing: Prototype label smoothing, in [0, 1).
             Defaults to 0.0.
-        prior: Config of a prior (``UniformPrior``, ``PowerLawPrior``,
-            ``ClassPrior``, ``FilePrior``, ``AdaptivePowerLawPrior``) or a
-            built ``BasePrior``. Defaults to ``dict(type='UniformPrior')``
-            (MSN).
+        prior: Config of a prior or a built ``BasePrior``. Defaults to
+            ``dict(type='UniformPrior')`` (MSN).
         loss: Config of the loss (or a built module) called as
-            ``loss(anchor_log_probs, target_probs, prior)``. Defaults to
+            ``loss(anchor_log_probs, target_probs, prior_probs,
+            prior_is_uniform, return_usage)``. Defaults to
             ``dict(type='PMSNLoss')``.
         init_cfg: mmengine init config. Defaults to None.
     """
+
+    default_loss = dict(type='PMSNLoss')
 
     def __init__(self,
                  num_prototypes: int,
@@ -100,43 +91,11 @@ class PMSNHead(BaseModule):
                  prior: Optional[Union[dict, nn.Module]] = None,
                  loss: Optional[Union[dict, nn.Module]] = None,
                  init_cfg: Optional[dict] = None) -> None:
-        super().__init__(init_cfg=init_cfg)
-        for name, value in (('num_prototypes', num_prototypes), ('in_channels',
-                                                                 in_channels)):
-            if isinstance(value, bool) or not isinstance(value, int) \
-                    or value < 1:
-                raise ValueError(f'{name} must be an int >= 1 but is '
-                                 f'{value!r}.')
-        if not (isinstance(temperature, (int, float))
-                and math.isfinite(temperature) and temperature > 0):
-            raise ValueError(
-                f'temperature must be in (0, inf) but is {temperature!r}.')
-        if not (isinstance(label_smoothing,
-                           (int, float)) and 0 <= label_smoothing < 1):
-            raise ValueError('label_smoothing must be in [0, 1) but is '
-                             f'{label_smoothing!r}.')
-        if loss is None:
-            loss = dict(type='PMSNLoss')
-        moved = [k for k in HEAD_SETTINGS
-                 if isinstance(loss, dict) and k in loss]
-        if moved:
-            raise ValueError(
-                f'{moved} are settings of PMSNHead, not of its loss: write '
-                f"head=dict(type='PMSNHead', {moved[0]}=...), not "
-                f'head.loss.{moved[0]}.')
-        self.num_prototypes = num_prototypes
-        self.in_channels = in_channels
-        self.temperature = float(temperature)
-        self.label_smoothing = float(label_smoothing)
-        if prior is None:
-            prior = dict(type='UniformPrior')
-        self.prior = MODELS.build(prior) if isinstance(prior, dict) else prior
-        self.loss_module = MODELS.build(loss) if isinstance(loss,
-                                                            dict) else loss
-        self.prototypes = nn.Parameter(
-            torch.empty(num_prototypes, in_channels))
-        bound = math.sqrt(1.0 / in_channels)
-        nn.init.uniform_(self.prototypes, -bound, bound)
+        super().__init__(num_prototypes, in_channels, prior, loss, init_cfg)
+        self.temperature = check_positive('temperature', temperature)
+        self.label_smoothing = check_number(
+            'label_smoothing', label_smoothing, 0, 1, high_open=True)
+        self.step_usage: Dict[str, Tensor] = {}
 
     def log_probabilities(self, z: Tensor) -> Tensor:
         """``log p`` of embeddings against the prototypes (with gradient
@@ -163,22 +122,6 @@ class PMSNHead(BaseModule):
         """
         return self.log_probabilities(z).exp()
 
-    def prior_probs(self,
-                    device: Optional[torch.device] = None,
-                    dtype: Optional[torch.dtype] = None) -> Tensor:
-        """The prior over the K prototypes.
-
-        Args:
-            device: Device; defaults to the prototypes'.
-            dtype: dtype; defaults to the prototypes'.
-
-        Returns:
-            Tensor of shape (K,) summing to 1.
-        """
-        return self.prior.probs(self.num_prototypes,
-                                device or self.prototypes.device,
-                                dtype or self.prototypes.dtype)
-
     def loss(self, anchors: Tensor, targets: Tensor) -> Dict[str, Tensor]:
         """The PMSN loss of anchor and target embeddings.
 
@@ -187,7 +130,8 @@ class PMSNHead(BaseModule):
             targets: Tensor of shape (B, D); used without gradient.
 
         Returns:
-            The loss module's dict (``loss_ce``, ``loss_prior``, stats...).
+            The loss module's scalars (``loss_ce``, ``loss_prior``,
+            statistics) and the learned prior's statistics.
         """
         shapes = (f'anchors {tuple(anchors.shape)}, targets '
                   f'{tuple(targets.shape)}, prototypes '
@@ -201,27 +145,32 @@ class PMSNHead(BaseModule):
         if not anchors.shape[1] == targets.shape[1] == self.in_channels:
             raise ValueError('anchors, targets and prototypes must have the '
                              f'same feature dim D, got {shapes}.')
-        prototypes = _upcast(self.prototypes)
+        prototypes = upcast(self.prototypes)
         anchor_log_probs = prototype_log_probabilities(
-            _upcast(anchors), prototypes, self.temperature,
+            upcast(anchors), prototypes, self.temperature,
             self.label_smoothing)
         with torch.no_grad():
             target_probs = prototype_log_probabilities(
-                _upcast(targets.detach()), prototypes.detach(),
+                upcast(targets.detach()), prototypes.detach(),
                 self.temperature, self.label_smoothing).exp()
-        return self.loss_module(anchor_log_probs, target_probs, self.prior)
-
-    def _load_from_state_dict(self, state_dict: dict, prefix: str, *args,
-                              **kwargs) -> None:
-        # the prior (and a learned prior's buffers) lived in the loss
-        old = prefix + 'loss_module.prior.'
-        for key in [k for k in state_dict if k.startswith(old)]:
-            state_dict[prefix + 'prior.' + key[len(old):]] = \
-                state_dict.pop(key)
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        losses = self.loss_module(
+            anchor_log_probs,
+            target_probs,
+            self.prior.probs.to(anchor_log_probs.dtype),
+            prior_is_uniform=self.prior.is_uniform,
+            return_usage=self.learns_prior_now)
+        usage = losses.pop('usage', None)
+        self.step_usage = {
+            k: losses.pop(k)
+            for k in ('mean_probs', 'prototypes_used')
+        }
+        dtype = anchor_log_probs.dtype
+        losses.update({
+            k: v.to(dtype)
+            for k, v in self.learn_prior(usage).items()
+        })
+        return losses
 
     def extra_repr(self) -> str:
-        return (f'num_prototypes={self.num_prototypes}, '
-                f'in_channels={self.in_channels}, '
-                f'temperature={self.temperature}, '
+        return (super().extra_repr() + f', temperature={self.temperature}, '
                 f'label_smoothing={self.label_smoothing}')

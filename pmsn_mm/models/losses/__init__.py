@@ -1,11 +1,7 @@
 """Losses: PMSN (MSN with an arbitrary cluster prior), PSwAV (SwAV with
-prior-matched codes) and VICReg."""
-from .pmsn_loss import (PMSNLoss, entropy, global_mean_usage, kl_divergence,
-                        sharpen)
+prior-matched codes) and VICReg; functions of tensors, stateless."""
+from .pmsn_loss import PMSNLoss
 from .pswav_loss import PSwAVLoss
 from .vicreg_loss import VICRegLoss
 
-__all__ = [
-    'PMSNLoss', 'PSwAVLoss', 'entropy', 'global_mean_usage', 'kl_divergence',
-    'sharpen', 'VICRegLoss'
-]
+__all__ = ['PMSNLoss', 'PSwAVLoss', 'VICRegLoss']

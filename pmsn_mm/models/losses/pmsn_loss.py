@@ -10,97 +10,22 @@ With ``UniformPrior`` the penalty is ``lambda * (sum_k p_mean_k log p_mean_k
 (eq. (msn)). Behaviour follows ``init_msn_loss`` of the official MSN code
 (facebookresearch/msn, ``src/losses.py``).
 """
-import math
-from typing import Dict, Optional
+from typing import Dict
 
 import torch
-import torch.nn.functional as F
 from mmengine.dist import all_reduce
 from mmpretrain.registry import MODELS
 from torch import Tensor, nn
 
-from ...utils.validation import check_choice
-from ..priors import BasePrior
+from ...utils.validation import (check_choice, check_int, check_number,
+                                 check_positive)
 from ..utils.dist import all_reduce_mean_with_grad
+from ..utils.distributions import (entropy, global_mean_usage, kl_divergence,
+                                   sharpen)
 from ..utils.sinkhorn import distributed_sinkhorn
 
 KL_DIRECTIONS = ('forward', 'reverse')
 PRIOR_USAGES = ('targets', 'anchors')
-
-
-def sharpen(probs: Tensor, temperature: float) -> Tensor:
-    """MSN sharpening ``p ** (1 / T) / sum_k p_k ** (1 / T)``, per row.
-
-    Computed as ``softmax(log(p) / T)`` (same value, no underflow of the
-    powers).
-
-    Args:
-        probs: Tensor of shape (N, K), rows are probability vectors.
-        temperature: Sharpening temperature T, > 0.
-
-    Returns:
-        Tensor of shape (N, K), rows sum to 1.
-    """
-    return F.softmax(torch.log(probs) / temperature, dim=1)
-
-
-def kl_divergence(p: Tensor, q: Tensor) -> Tensor:
-    """``KL(p || q) = sum_k p_k (log p_k - log q_k)`` with a tiny floor.
-
-    Inside the logs only, both arguments are floored at
-    ``torch.finfo(dtype).tiny`` so that an empty entry (``p_k = 0`` or
-    ``q_k = 0``) gives a finite value and finite gradients: ``0 * log(tiny)
-    = 0``. No other clamping.
-
-    Args:
-        p: Tensor of shape (K,), a probability vector.
-        q: Tensor of shape (K,), a probability vector.
-
-    Returns:
-        Scalar tensor.
-    """
-    tiny = torch.finfo(p.dtype).tiny
-    return torch.sum(
-        p * (torch.log(p.clamp_min(tiny)) - torch.log(q.clamp_min(tiny))))
-
-
-def entropy(p: Tensor, log_p: Optional[Tensor] = None) -> Tensor:
-    """Shannon entropy along the last dim, ``-sum_k p_k log p_k``.
-
-    Args:
-        p: Tensor of shape (..., K).
-        log_p: Optional ``log p`` of the same shape (finite where
-            ``p == 0``); defaults to ``log(max(p, tiny))``.
-
-    Returns:
-        Tensor of shape (...).
-    """
-    if log_p is None:
-        log_p = torch.log(p.clamp_min(torch.finfo(p.dtype).tiny))
-    return -torch.sum(p * log_p, dim=-1)
-
-
-@torch.no_grad()
-def global_mean_usage(probs: Tensor) -> Tensor:
-    """Mean probability of each prototype over the global batch.
-
-    Args:
-        probs: Tensor of shape (B_local, K), e.g. sharpened targets.
-
-    Returns:
-        Tensor of shape (K,), float64, the same on every rank (one
-        all-reduce of K + 1 values).
-    """
-    count = probs.new_full((1, ), float(probs.shape[0]), dtype=torch.float64)
-    totals = torch.cat([probs.double().sum(dim=0), count])
-    all_reduce(totals, op='sum')
-    return totals[:-1] / totals[-1]
-
-
-def _check_positive(name: str, value: float) -> None:
-    if not (isinstance(value,
-                       (int, float)) and math.isfinite(value) and value > 0):
-        raise ValueError(f'{name} must be in (0, inf) but is {value!r}.')
 
 
 @MODELS.register_module()
@@ -118,10 +43,11 @@ class PMSNLoss(nn.Module):
     :func:`~pmsn_mm.models.utils.all_reduce_mean_with_grad` for why its
     gradient is exact under DDP; ranks are assumed to hold equal batches).
 
-    A prior learned from the data (``learns_from_usage``, e.g.
-    ``AdaptivePowerLawPrior``) is used as it stands for this step and then,
-    in training mode, updated with the step's global cluster usage
-    (``prior_usage``): by default the target usage, the mean of the
+    The loss is a function of tensors: it never changes the prior. For a
+    prior learned from the data (``AdaptivePowerLawPrior``) the head asks
+    for the step's global cluster usage (``return_usage=True``) and updates
+    the prior with it after the step (``prior_usage``): by default the
+    target usage, the mean of the
     sharpened targets over all ranks, taken *before* Sinkhorn (after it the
     usage would equal the prior's own marginals). Sharpening concentrates
     each target on its nearest prototypes, so this usage is steeper than
@@ -158,9 +84,9 @@ class PMSNLoss(nn.Module):
     ``entropy_weight > 0``) -- summed by mmengine -- and the detached,
     global-batch statistics ``prior_kl``, ``mean_probs_entropy`` (entropy of
     p_mean), ``num_prototypes_used`` (distinct argmax of the targets) and
-    ``max_target_prob`` (mean over targets of their max probability), plus
-    the learned prior's own statistics (``AdaptivePowerLawPrior``:
-    ``prior_tau``, ``prior_tau_fit``) after this step's update.
+    ``max_target_prob`` (mean over targets of their max probability); and
+    the vectors (K,) ``mean_probs`` (p_mean), ``prototypes_used`` (bool) and,
+    with ``return_usage``, ``usage``, which the head takes out.
     """
 
     def __init__(self,
@@ -172,29 +98,18 @@ class PMSNLoss(nn.Module):
                  kl_direction: str = 'forward',
                  prior_usage: str = 'targets') -> None:
         super().__init__()
-        _check_positive('sharpen_temperature', sharpen_temperature)
-        if not (isinstance(prior_weight, (int, float))
-                and math.isfinite(prior_weight) and prior_weight >= 0):
-            raise ValueError(
-                f'prior_weight must be in [0, inf) but is {prior_weight!r}.')
-        if (isinstance(sinkhorn_iterations, bool)
-                or not isinstance(sinkhorn_iterations, int)
-                or sinkhorn_iterations < 1):
-            raise ValueError('sinkhorn_iterations must be an int >= 1 but is '
-                             f'{sinkhorn_iterations!r}.')
-        if not (isinstance(entropy_weight, (int, float))
-                and math.isfinite(entropy_weight) and entropy_weight >= 0):
-            raise ValueError('entropy_weight must be in [0, inf) but is '
-                             f'{entropy_weight!r}.')
+        self.sharpen_temperature = check_positive('sharpen_temperature',
+                                                  sharpen_temperature)
+        self.prior_weight = check_number('prior_weight', prior_weight, 0)
+        self.use_sinkhorn = bool(use_sinkhorn)
+        self.sinkhorn_iterations = check_int('sinkhorn_iterations',
+                                             sinkhorn_iterations, 1)
+        self.entropy_weight = check_number('entropy_weight', entropy_weight,
+                                           0)
         check_choice('kl_direction', kl_direction, KL_DIRECTIONS)
         check_choice('prior_usage', prior_usage, PRIOR_USAGES)
-        self.prior_usage = prior_usage
-        self.sharpen_temperature = float(sharpen_temperature)
-        self.prior_weight = float(prior_weight)
-        self.use_sinkhorn = bool(use_sinkhorn)
-        self.sinkhorn_iterations = sinkhorn_iterations
-        self.entropy_weight = float(entropy_weight)
         self.kl_direction = kl_direction
+        self.prior_usage = prior_usage
 
     @staticmethod
     def _check_shapes(log_probs: Tensor, target_probs: Tensor) -> None:
@@ -211,8 +126,12 @@ class PMSNLoss(nn.Module):
             raise ValueError('anchors and targets must have the same number '
                              f'of prototypes K, got {shapes}.')
 
-    def forward(self, anchor_log_probs: Tensor, target_probs: Tensor,
-                prior: BasePrior) -> Dict[str, Tensor]:
+    def forward(self,
+                anchor_log_probs: Tensor,
+                target_probs: Tensor,
+                prior_probs: Tensor,
+                prior_is_uniform: bool = False,
+                return_usage: bool = False) -> Dict[str, Tensor]:
         """Compute the PMSN loss.
 
         Args:
@@ -221,29 +140,37 @@ class PMSNLoss(nn.Module):
                 ``v`` of the B images (``PMSNHead.log_probabilities``).
             target_probs: Tensor of shape (B, K), prototype probabilities of
                 the targets before sharpening; used without gradient.
-            prior: The cluster prior (``PMSNHead.prior``); a learned prior
-                is updated here in training mode.
+            prior_probs: Tensor of shape (K,), the cluster prior
+                (``PMSNHead.prior.probs``).
+            prior_is_uniform: All prior entries are equal: Sinkhorn runs the
+                official uniform arithmetic (``col_marginal=None``).
+                Defaults to False.
+            return_usage: Also return ``usage`` (K,), the step's global
+                cluster usage selected by ``prior_usage``, for a learned
+                prior. Defaults to False.
 
         Returns:
             Dict of tensors, see the class docstring.
         """
         self._check_shapes(anchor_log_probs, target_probs)
+        if prior_probs.shape != (target_probs.shape[1], ):
+            raise ValueError(
+                f'prior_probs must have shape (K,) = '
+                f'({target_probs.shape[1]},), got {tuple(prior_probs.shape)}.')
         num_views = anchor_log_probs.shape[0] // target_probs.shape[0]
         log_probs = anchor_log_probs
         probs = log_probs.exp()
-        prior_probs = prior.probs(probs.shape[1], probs.device, probs.dtype)
         # Targets p_i^+ (no gradient).
         with torch.no_grad():
             target_probs = sharpen(target_probs.detach(),
                                    self.sharpen_temperature)
-            learn = prior.learns_from_usage and self.training
             usage = None
-            if learn and self.prior_usage == 'targets':
+            if return_usage and self.prior_usage == 'targets':
                 usage = global_mean_usage(target_probs)
             if self.use_sinkhorn:
                 target_probs = distributed_sinkhorn(
                     target_probs, self.sinkhorn_iterations,
-                    prior.sinkhorn_marginal(prior_probs))
+                    None if prior_is_uniform else prior_probs)
         repeated_targets = target_probs.repeat(num_views, 1)
 
         # mean_i H(p_i^+, p_i)
@@ -251,7 +178,7 @@ class PMSNLoss(nn.Module):
 
         # KL between p_mean (global over views and ranks) and the prior.
         mean_probs = all_reduce_mean_with_grad(probs.mean(dim=0))
-        if learn and self.prior_usage == 'anchors':
+        if return_usage and self.prior_usage == 'anchors':
             usage = mean_probs.detach()
         if self.kl_direction == 'forward':
             prior_kl = kl_divergence(mean_probs, prior_probs)
@@ -264,11 +191,7 @@ class PMSNLoss(nn.Module):
                 probs, log_probs).mean()
         losses.update(self._stats(target_probs, mean_probs.detach(), prior_kl))
         if usage is not None:
-            prior.update_usage(usage)
-        losses.update({
-            k: v.detach().to(probs.dtype)
-            for k, v in prior.statistics().items()
-        })
+            losses['usage'] = usage
         return losses
 
     @staticmethod
@@ -285,11 +208,14 @@ class PMSNLoss(nn.Module):
         totals = torch.cat([used, max_sum, count])
         all_reduce(totals, op='sum')
         dtype = target_probs.dtype
+        used = totals[:num_protos] > 0
         return dict(
             prior_kl=prior_kl.detach(),
             mean_probs_entropy=entropy(mean_probs),
-            num_prototypes_used=(totals[:num_protos] > 0).sum().to(dtype),
-            max_target_prob=(totals[num_protos] / totals[-1]).to(dtype))
+            num_prototypes_used=used.sum().to(dtype),
+            max_target_prob=(totals[num_protos] / totals[-1]).to(dtype),
+            mean_probs=mean_probs,
+            prototypes_used=used)
 
     def extra_repr(self) -> str:
         return (f'sharpen_temperature={self.sharpen_temperature}, '

@@ -19,6 +19,8 @@ from mmengine.model import BaseModule
 from mmpretrain.registry import MODELS
 from torch import Tensor, nn
 
+from ...utils.validation import check_int, check_positive
+
 
 def concat_cls_tokens(tokens: Sequence[Tensor],
                       weight: Optional[Tensor] = None,
@@ -101,22 +103,14 @@ class ConcatCLSNeck(BaseModule):
                  norm_eps: float = 1e-6,
                  init_cfg: Optional[Union[dict, list]] = None) -> None:
         super().__init__(init_cfg=init_cfg)
-        if isinstance(num_layers, bool) or not isinstance(num_layers, int) \
-                or num_layers < 1:
-            raise ValueError(
-                f'num_layers must be an int >= 1 but is {num_layers!r}.')
-        if final_norm and (isinstance(in_channels, bool)
-                           or not isinstance(in_channels, int)
-                           or in_channels < 1):
-            raise ValueError(
-                'in_channels must be an int >= 1 (the token dim) when '
-                f'final_norm=True, but is {in_channels!r}.')
-        if not norm_eps > 0:
-            raise ValueError(f'norm_eps must be > 0 but is {norm_eps!r}.')
-        self.num_layers = num_layers
+        self.num_layers = check_int('ConcatCLSNeck num_layers', num_layers, 1)
+        if final_norm:
+            in_channels = check_int(
+                'ConcatCLSNeck in_channels (the token dim, needed with '
+                'final_norm=True)', in_channels, 1)
         self.in_channels = in_channels
         self.final_norm = bool(final_norm)
-        self.norm_eps = float(norm_eps)
+        self.norm_eps = check_positive('ConcatCLSNeck norm_eps', norm_eps)
         if self.final_norm:
             self.weight = nn.Parameter(
                 torch.ones(in_channels), requires_grad=False)
@@ -175,15 +169,14 @@ class AdaptivePoolNeck(BaseModule):
                  output_size: Union[int, Sequence[int]] = 1,
                  init_cfg: Optional[Union[dict, list]] = None) -> None:
         super().__init__(init_cfg=init_cfg)
-        size = (output_size, output_size) if isinstance(output_size,
-                                                        int) else output_size
-        if isinstance(output_size, bool) or not isinstance(
-                size, (tuple, list)) or len(size) != 2 or any(
-                    isinstance(s, bool) or not isinstance(s, int) or s < 1
-                    for s in size):
-            raise ValueError('output_size must be an int >= 1 or a pair of '
-                             f'them, but is {output_size!r}.')
-        self.output_size = (int(size[0]), int(size[1]))
+        size = output_size
+        if isinstance(size, int) and not isinstance(size, bool):
+            size = (size, size)
+        if not isinstance(size, (tuple, list)) or len(size) != 2:
+            raise ValueError('AdaptivePoolNeck output_size must be an int >= 1'
+                             f' or a pair of them, but is {output_size!r}.')
+        self.output_size = tuple(
+            check_int('AdaptivePoolNeck output_size', s, 1) for s in size)
 
     def forward(self,
                 inputs: Union[Tensor, Sequence[Tensor]]) -> Tuple[Tensor]:

@@ -6,6 +6,8 @@ from mmengine.model import BaseModule
 from mmpretrain.registry import MODELS
 from torch import Tensor, nn
 
+from ...utils.validation import check_int
+
 
 @MODELS.register_module()
 class MSNProjector(BaseModule):
@@ -44,13 +46,10 @@ class MSNProjector(BaseModule):
             init_cfg = dict(
                 type='TruncNormal', layer='Linear', std=0.02, bias=0.0)
         super().__init__(init_cfg=init_cfg)
-        for name, value in (('in_channels', in_channels), ('hidden_channels',
-                                                           hidden_channels),
-                            ('out_channels', out_channels)):
-            if isinstance(value, bool) or not isinstance(value, int) \
-                    or value < 1:
-                raise ValueError(f'{name} must be an int >= 1 but is '
-                                 f'{value!r}.')
+        in_channels = check_int('MSNProjector in_channels', in_channels, 1)
+        hidden_channels = check_int('MSNProjector hidden_channels',
+                                    hidden_channels, 1)
+        out_channels = check_int('MSNProjector out_channels', out_channels, 1)
         layers = OrderedDict()
         layers['fc1'] = nn.Linear(in_channels, hidden_channels)
         if with_bn:

@@ -3,12 +3,13 @@ import logging
 import math
 from typing import Dict, Optional, Tuple
 
-import numpy as np
 import torch
 from mmengine.logging import print_log
 from mmpretrain.registry import MODELS
 from torch import Tensor
 
+from ...utils.power_law import power_law_weights
+from ...utils.validation import check_int, check_number
 from .base_prior import BasePrior
 
 
@@ -52,7 +53,7 @@ class AdaptivePowerLawPrior(BasePrior):
     data: the paper's eq. (msn_prior) prior ``p_PL(tau)``, with the exponent
     it leaves to the user estimated during training.
 
-    **Estimate.** After every training step the loss passes the step's
+    **Estimate.** After every training step the head passes the step's
     global cluster usage ``u`` (mean target probability of each prototype
     over all ranks, see :meth:`update_usage`). The prior keeps an EMA of
     the cluster sizes, sorts them (largest first) and fits ``tau_fit`` by
@@ -80,7 +81,7 @@ class AdaptivePowerLawPrior(BasePrior):
     of about 1.2), and a prior fitted to it feeds back into training.
 
     **Bounded.** The exponent used is ``tau = min(max(tau_fit, tau_min),
-    tau_max)``; both are returned by the losses (``prior_tau``,
+    tau_max)``; both are returned by the head (``prior_tau``,
     ``prior_tau_fit``) and so logged every logger interval, and a warning is
     logged whenever the fit crosses into or back out of the bounds. Before
     the first fit (and while fewer than 2 ranks have positive usage),
@@ -104,12 +105,12 @@ class AdaptivePowerLawPrior(BasePrior):
     **State.** ``tau``, ``tau_fit``, ``usage_ema`` (prototype order, or rank
     order with ``sort_before_ema``) and ``num_updates`` are registered
     buffers: they are saved in checkpoints and restored on
-    resume, so a resumed run continues the same estimate. Every rank
+    resume, so a resumed run continues the same estimate; ``probs`` is
+    recomputed from ``tau`` whenever ``tau`` changes or is loaded. Every rank
     receives the same global usage, so the buffers agree across ranks.
 
     Args:
-        num_prototypes: K (>= 2); must equal the head's number of
-            prototypes (the EMA has one entry per prototype).
+        num_prototypes: K (>= 2), given by the head.
         tau_init: Exponent before the first fit, in ``[tau_min, tau_max]``.
             Defaults to 0.0 (uniform).
         tau_min: Lower bound of the exponent, >= 0. Defaults to 0.0.
@@ -134,38 +135,24 @@ class AdaptivePowerLawPrior(BasePrior):
                  momentum: float = 0.99,
                  sort_before_ema: bool = False,
                  warmup_updates: int = 0) -> None:
-        super().__init__()
-        if (isinstance(num_prototypes, bool)
-                or not isinstance(num_prototypes, int) or num_prototypes < 2):
-            raise ValueError(
-                'AdaptivePowerLawPrior num_prototypes must be an int >= 2 '
-                f'but is {num_prototypes!r}.')
-        for name, value in (('tau_init', tau_init), ('tau_min', tau_min),
-                            ('tau_max', tau_max), ('momentum', momentum)):
-            if (isinstance(value, bool) or not isinstance(value, (int, float))
-                    or not math.isfinite(value)):
-                raise ValueError(f'AdaptivePowerLawPrior {name} must be a '
-                                 f'finite number but is {value!r}.')
-        if not 0 <= tau_min < tau_max:
-            raise ValueError(
-                'AdaptivePowerLawPrior needs 0 <= tau_min < tau_max, but '
-                f'tau_min={tau_min!r} and tau_max={tau_max!r}.')
-        if not tau_min <= tau_init <= tau_max:
-            raise ValueError(
-                f'AdaptivePowerLawPrior tau_init must be in [tau_min, '
-                f'tau_max] = [{tau_min}, {tau_max}] but is {tau_init!r}.')
-        if (isinstance(warmup_updates, bool)
-                or not isinstance(warmup_updates, int) or warmup_updates < 0):
-            raise ValueError('AdaptivePowerLawPrior warmup_updates must be an '
-                             f'int >= 0 but is {warmup_updates!r}.')
-        if not 0 <= momentum < 1:
-            raise ValueError('AdaptivePowerLawPrior momentum must be in '
-                             f'[0, 1) but is {momentum!r}.')
-        self.num_prototypes = num_prototypes
-        self.tau_init = float(tau_init)
-        self.tau_min = float(tau_min)
-        self.tau_max = float(tau_max)
-        self.momentum = float(momentum)
+        name = 'AdaptivePowerLawPrior'
+        num_prototypes = check_int(f'{name} num_prototypes', num_prototypes,
+                                   2)
+        tau_min = check_number(f'{name} tau_min', tau_min, 0)
+        tau_max = check_number(f'{name} tau_max', tau_max, tau_min,
+                               low_open=True)
+        tau_init = check_number(f'{name} tau_init', tau_init, tau_min,
+                                tau_max)
+        momentum = check_number(f'{name} momentum', momentum, 0, 1,
+                                high_open=True)
+        warmup_updates = check_int(f'{name} warmup_updates', warmup_updates,
+                                   0)
+        super().__init__(num_prototypes,
+                         power_law_weights(num_prototypes, tau_init), name)
+        self.tau_init = tau_init
+        self.tau_min = tau_min
+        self.tau_max = tau_max
+        self.momentum = momentum
         self.sort_before_ema = bool(sort_before_ema)
         self.warmup_updates = warmup_updates
         f64 = torch.float64
@@ -178,45 +165,27 @@ class AdaptivePowerLawPrior(BasePrior):
                                                          dtype=torch.int64))
         self._out_of_bounds: Optional[bool] = None  # for the log only
 
-    def _check_num_prototypes(self, num_prototypes: int) -> None:
-        if num_prototypes != self.num_prototypes:
-            raise ValueError(
-                f'AdaptivePowerLawPrior has num_prototypes='
-                f'{self.num_prototypes} but is asked for {num_prototypes} '
-                'prototypes; set its num_prototypes to the head\'s.')
+    @torch.no_grad()
+    def _refresh_probs(self) -> None:
+        """``probs`` = the power law of the current ``tau`` (float64 math on
+        the buffers' device, no host synchronisation).
 
-    def weights(self, num_prototypes: int) -> np.ndarray:
-        """Return ``k ** -tau`` for ``k = 1..K`` with the current tau.
-
-        Args:
-            num_prototypes: The number of prototypes K.
+        The buffer is replaced, not written in place: the step's loss may
+        have saved the previous ``probs`` for its backward (e.g. PMSN's
+        reverse KL), and the head updates the prior before that backward.
         """
-        self._check_num_prototypes(num_prototypes)
-        ranks = np.arange(1, num_prototypes + 1, dtype=np.float64)
-        return ranks**(-float(self.tau))
-
-    def forward(self,
-                num_prototypes: int,
-                dtype: torch.dtype = torch.float32,
-                device: Optional[torch.device] = None) -> Tensor:
-        """The prior with the current tau, computed on ``device`` (float64
-        math, no host synchronisation).
-
-        Args:
-            num_prototypes: The number of prototypes K.
-            dtype: dtype of the result. Defaults to torch.float32.
-            device: Device of the result; None is the CPU. Defaults to None.
-
-        Returns:
-            Tensor of shape (K,) summing to 1.
-        """
-        self._check_num_prototypes(num_prototypes)
-        device = torch.device('cpu') if device is None else device
-        tau = self.tau.to(device)
         ranks = torch.arange(
-            1, num_prototypes + 1, dtype=torch.float64, device=device)
-        weights = ranks.pow(-tau)
-        return (weights / weights.sum()).to(dtype)
+            1,
+            self.num_prototypes + 1,
+            dtype=torch.float64,
+            device=self.probs.device)
+        weights = ranks.pow(-self.tau.to(ranks.device))
+        self.probs = (weights / weights.sum()).to(self.probs.dtype)
+
+    def _load_from_state_dict(self, *args, **kwargs) -> None:
+        # ``probs`` is not saved: it is recomputed from the restored tau
+        super()._load_from_state_dict(*args, **kwargs)
+        self._refresh_probs()
 
     @torch.no_grad()
     def update_usage(self, usage: Tensor) -> None:
@@ -249,6 +218,7 @@ class AdaptivePowerLawPrior(BasePrior):
             self.usage_ema.sort(descending=True).values)
         self.tau_fit.copy_(torch.where(valid, tau_fit, self.tau_fit))
         self.tau.copy_(self.tau_fit.clamp(self.tau_min, self.tau_max))
+        self._refresh_probs()
         self._log_bounds()
 
     def statistics(self) -> Dict[str, Tensor]:

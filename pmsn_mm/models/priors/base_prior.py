@@ -1,10 +1,11 @@
-"""Base class and validation shared by all cluster priors."""
-from abc import ABCMeta, abstractmethod
-from typing import Dict, Optional, Sequence, Tuple, Union
+"""Base class and value checks shared by all cluster priors."""
+from typing import Dict, Optional, Sequence, Union
 
 import numpy as np
 import torch
 from torch import Tensor, nn
+
+from ...utils.validation import check_int
 
 ArrayLike = Union[Sequence[float], np.ndarray, Tensor]
 
@@ -69,72 +70,58 @@ def check_length(probs: np.ndarray, num_prototypes: int, setting: str) -> None:
             f'num_prototypes={num_prototypes}.')
 
 
-class BasePrior(nn.Module, metaclass=ABCMeta):
-    """A cluster prior: a probability vector over the K prototypes.
+class BasePrior(nn.Module):
+    """A cluster prior: a probability vector over the K prototypes, the
+    ``prior`` of paper eq. (msn_prior).
 
-    Subclasses implement :meth:`weights` (float64, unnormalised);
-    :meth:`forward` validates and normalises it (the ``prior`` of eq.
-    (msn_prior) in the paper).
-
-    Its users (``PMSNHead``, ``PSwAVLoss``) read it through :meth:`probs`
-    (cached per ``(K, device, dtype)`` for fixed priors) and
+    The prior is state, built once: the head that owns it gives it its
+    ``num_prototypes`` (``MODELS.build(prior,
+    default_args=dict(num_prototypes=K))``), the subclass computes its
+    weights, and they are validated (finite, > 0, length K), normalised in
+    float64 and kept as the buffer :attr:`probs` (shape (K,), moved with the
+    model). A fixed prior's buffer is not saved in checkpoints (it is a
+    function of the config). Heads read :attr:`probs` and
     :meth:`sinkhorn_marginal`.
 
     A prior that is estimated from the data during training sets
     ``learns_from_usage = True`` and implements :meth:`update_usage`; the
-    losses then feed it the global cluster usage of every training step and
-    its probabilities are not cached.
+    head feeds it the global cluster usage the loss returns for every
+    training step. The loss never changes the prior.
+
+    Args:
+        num_prototypes: K, >= 1.
+        weights: Unnormalised weights, shape (K,), all > 0.
+        setting: Name of the weights in error messages, e.g.
+            ``'ClassPrior counts'``.
     """
 
     #: True for priors re-estimated from the data (see :meth:`update_usage`).
     learns_from_usage: bool = False
 
-    def __init__(self) -> None:
+    def __init__(self, num_prototypes: int, weights: ArrayLike,
+                 setting: str) -> None:
         super().__init__()
-        # plain dicts: neither checkpointed nor broadcast by DDP
-        self._probs_cache: Dict[Tuple, Tensor] = {}
-        self._uniform_cache: Dict[Tuple, bool] = {}
+        self.num_prototypes = check_int(
+            f'{type(self).__name__} num_prototypes', num_prototypes, 1)
+        values = validate_prior_values(weights, setting)
+        check_length(values, self.num_prototypes, setting)
+        self.register_buffer(
+            'probs',
+            torch.from_numpy(values / values.sum()),
+            persistent=False)
+        # all entries equal: Sinkhorn runs the official uniform arithmetic
+        self.is_uniform = (not self.learns_from_usage
+                           and bool(np.all(values == values[0])))
 
-    def probs(self,
-              num_prototypes: int,
-              device: Optional[torch.device] = None,
-              dtype: torch.dtype = torch.float32) -> Tensor:
-        """:meth:`forward`, computed once per ``(K, device, dtype)`` for a
-        fixed prior (float64 math), on every call for a learned one.
-
-        Args:
-            num_prototypes: K.
-            device: Device of the result; None is the CPU.
-            dtype: dtype of the result. Defaults to torch.float32.
-
-        Returns:
-            Tensor of shape (K,).
-        """
-        if self.learns_from_usage:
-            return self(num_prototypes, dtype, device)
-        key = (num_prototypes, torch.device(device or 'cpu'), dtype)
-        if key not in self._probs_cache:
-            self._probs_cache[key] = self(num_prototypes, torch.float64).to(
-                device=key[1], dtype=dtype)
-        return self._probs_cache[key]
-
-    def sinkhorn_marginal(self, probs: Tensor) -> Optional[Tensor]:
+    def sinkhorn_marginal(self) -> Optional[Tensor]:
         """The ``col_marginal`` of ``distributed_sinkhorn`` for this prior:
         None (the official uniform arithmetic, bit for bit) when every
-        entry is equal, else ``probs``. Learned priors always pass ``probs``.
-
-        Args:
-            probs: Tensor of shape (K,), from :meth:`probs`.
+        entry is equal, else :attr:`probs`.
 
         Returns:
-            None or ``probs``.
+            None or Tensor of shape (K,).
         """
-        if self.learns_from_usage:
-            return probs
-        key = (probs.shape[0], probs.device, probs.dtype)
-        if key not in self._uniform_cache:
-            self._uniform_cache[key] = bool(torch.all(probs == probs[0]))
-        return None if self._uniform_cache[key] else probs
+        return None if self.is_uniform else self.probs
 
     def update_usage(self, usage: Tensor) -> None:
         """Take one training step's global cluster usage (learned priors).
@@ -149,47 +136,12 @@ class BasePrior(nn.Module, metaclass=ABCMeta):
 
     def statistics(self) -> Dict[str, Tensor]:
         """Scalars describing the current state of a learned prior, logged
-        by the losses (keys without "loss"). Fixed priors have none.
+        by the heads (keys without "loss"). Fixed priors have none.
 
         Returns:
             Dict of 0-dim tensors.
         """
         return {}
 
-    @abstractmethod
-    def weights(self, num_prototypes: int) -> np.ndarray:
-        """Unnormalised, validated weights.
-
-        Args:
-            num_prototypes: The number of prototypes K.
-
-        Returns:
-            np.ndarray of shape (K,), float64, all entries > 0.
-        """
-
-    def forward(self,
-                num_prototypes: int,
-                dtype: torch.dtype = torch.float32,
-                device: Optional[torch.device] = None) -> Tensor:
-        """Return the prior probabilities.
-
-        Args:
-            num_prototypes: The number of prototypes K, >= 1.
-            dtype: dtype of the result (the math is float64).
-                Defaults to torch.float32.
-            device: Device of the result; None is the CPU. Defaults to None.
-
-        Returns:
-            Tensor of shape (K,) summing to 1, all entries > 0.
-        """
-        if (isinstance(num_prototypes, bool)
-                or not isinstance(num_prototypes,
-                                  (int, np.integer)) or num_prototypes < 1):
-            raise ValueError('num_prototypes must be an int >= 1 but is '
-                             f'{num_prototypes!r}.')
-        name = type(self).__name__
-        weights = validate_prior_values(
-            self.weights(int(num_prototypes)), f'{name} weights')
-        check_length(weights, num_prototypes, name)
-        return torch.from_numpy(weights / weights.sum()).to(
-            device=device, dtype=dtype)
+    def extra_repr(self) -> str:
+        return f'num_prototypes={self.num_prototypes}'

@@ -7,7 +7,7 @@ from typing import Union
 import numpy as np
 from mmpretrain.registry import MODELS
 
-from .base_prior import BasePrior, check_length, validate_prior_values
+from .base_prior import BasePrior
 
 FILE_PRIOR_EXTENSIONS = ('.npy', '.json', '.txt')
 _TEXT_FORMATS = {
@@ -100,25 +100,16 @@ class FilePrior(BasePrior):
     normalised, never clamped. The file is read once, here.
 
     Args:
-        path: Path of the file; its length must equal the number of
-            prototypes.
+        num_prototypes: K, given by the head; the file must hold K values.
+        path: Path of the file.
     """
 
-    def __init__(self, path: Union[str, os.PathLike]) -> None:
-        super().__init__()
-        self.path = str(path)
-        self.setting = f'FilePrior {self.path!r}'
-        self.values = validate_prior_values(
-            load_prior_file(self.path), self.setting)
-
-    def weights(self, num_prototypes: int) -> np.ndarray:
-        """Return the file's values, shape (K,).
-
-        Args:
-            num_prototypes: The number of prototypes K.
-        """
-        check_length(self.values, num_prototypes, self.setting)
-        return self.values
+    def __init__(self, num_prototypes: int,
+                 path: Union[str, os.PathLike]) -> None:
+        path = str(path)
+        super().__init__(num_prototypes, load_prior_file(path),
+                         f'FilePrior {path!r}')
+        self.path = path
 
     def extra_repr(self) -> str:
-        return f'path={self.path!r}'
+        return f'num_prototypes={self.num_prototypes}, path={self.path!r}'

@@ -1,9 +1,8 @@
 """Power-law cluster prior (PMSN, eq. (msn_prior))."""
-import math
-
-import numpy as np
 from mmpretrain.registry import MODELS
 
+from ...utils.power_law import power_law_weights
+from ...utils.validation import check_int, check_number
 from .base_prior import BasePrior
 
 
@@ -15,26 +14,18 @@ class PowerLawPrior(BasePrior):
     ``tau = 0.25`` and ``0.5``.
 
     Args:
+        num_prototypes: K, given by the head.
         tau: Exponent, a finite number >= 0.
     """
 
-    def __init__(self, tau: float) -> None:
-        super().__init__()
-        if (isinstance(tau, bool) or not isinstance(tau, (int, float))
-                or not math.isfinite(tau) or tau < 0):
-            raise ValueError(
-                f'PowerLawPrior tau must be a finite number >= 0, but is '
-                f'{tau!r}.')
-        self.tau = float(tau)
-
-    def weights(self, num_prototypes: int) -> np.ndarray:
-        """Return ``k ** -tau`` for ``k = 1..K``, shape (K,).
-
-        Args:
-            num_prototypes: The number of prototypes K.
-        """
-        ranks = np.arange(1, num_prototypes + 1, dtype=np.float64)
-        return ranks**(-self.tau)
+    def __init__(self, num_prototypes: int, tau: float) -> None:
+        num_prototypes = check_int('PowerLawPrior num_prototypes',
+                                   num_prototypes, 1)
+        tau = check_number('PowerLawPrior tau', tau, 0)
+        super().__init__(num_prototypes,
+                         power_law_weights(num_prototypes, tau),
+                         'PowerLawPrior')
+        self.tau = tau
 
     def extra_repr(self) -> str:
-        return f'tau={self.tau}'
+        return f'num_prototypes={self.num_prototypes}, tau={self.tau}'

@@ -2,17 +2,20 @@
 import numpy as np
 from mmpretrain.registry import MODELS
 
+from ...utils.validation import check_int
 from .base_prior import BasePrior
 
 
 @MODELS.register_module()
 class UniformPrior(BasePrior):
-    """Uniform prior ``p_k = 1 / K``; with it PMSN is MSN (me-max)."""
+    """Uniform prior ``p_k = 1 / K``; with it PMSN is MSN (me-max).
 
-    def weights(self, num_prototypes: int) -> np.ndarray:
-        """Return ones of shape (K,).
+    Args:
+        num_prototypes: K, given by the head.
+    """
 
-        Args:
-            num_prototypes: The number of prototypes K.
-        """
-        return np.ones(num_prototypes, dtype=np.float64)
+    def __init__(self, num_prototypes: int) -> None:
+        num_prototypes = check_int('UniformPrior num_prototypes',
+                                   num_prototypes, 1)
+        super().__init__(num_prototypes, np.ones(num_prototypes),
+                         'UniformPrior')

@@ -1,6 +1,6 @@
 """PMSN: Masked Siamese Networks with an arbitrary cluster prior."""
 import inspect
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import torch
 import torch.nn as nn
@@ -9,11 +9,14 @@ from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 from torch import Tensor
 
+from ...utils.validation import check_int, check_number
 from ..utils.ema import EMATargetMixin, LinearMomentumEMA
+from ..utils.patch_drop import check_mask_ratio
+from .prototype_embed import PrototypeEmbedMixin
 
 
 @MODELS.register_module()
-class PMSN(EMATargetMixin, BaseSelfSupervisor):
+class PMSN(PrototypeEmbedMixin, EMATargetMixin, BaseSelfSupervisor):
     """Prior Matching for Siamese Networks (paper §5, eq. (7)).
 
     One training step, following the official MSN step:
@@ -28,6 +31,10 @@ class PMSN(EMATargetMixin, BaseSelfSupervisor):
       prior term ``lambda * KL(p̄ ‖ prior)`` (see :class:`PMSNLoss`).
 
     MSN is PMSN with ``UniformPrior`` (a config, not a second class).
+
+    Embeddings of every stage (backbone CLS, projector, prototype
+    probabilities), online or target: :meth:`extract_feat` /
+    :meth:`embed` (:class:`~pmsn_mm.models.selfsup.PrototypeEmbedMixin`).
 
     Views come from mmpretrain's ``MultiView`` transform, ordered
     ``[target, random_1..R, focal_1..F]`` (e.g.
@@ -68,18 +75,13 @@ class PMSN(EMATargetMixin, BaseSelfSupervisor):
                  target_momentum: float = 0.996,
                  target_momentum_end: float = 1.0,
                  **kwargs) -> None:
-        if int(num_random_views) < 1:
-            raise ValueError(f'num_random_views must be >= 1, got '
-                             f'{num_random_views}.')
-        if not 0 <= mask_ratio < 1:
-            raise ValueError(
-                f'mask_ratio must be in [0, 1), got {mask_ratio}.')
-        if not 0 < target_momentum < 1:
-            raise ValueError('target_momentum must be in (0, 1), got '
-                             f'{target_momentum}.')
-        if not 0 < target_momentum_end <= 1:
-            raise ValueError('target_momentum_end must be in (0, 1], got '
-                             f'{target_momentum_end}.')
+        num_random_views = check_int('num_random_views', num_random_views, 1)
+        mask_ratio = check_mask_ratio(mask_ratio)
+        target_momentum = check_number('target_momentum', target_momentum, 0,
+                                       1, low_open=True, high_open=True)
+        target_momentum_end = check_number('target_momentum_end',
+                                           target_momentum_end, 0, 1,
+                                           low_open=True)
         super().__init__(backbone=backbone, neck=neck, head=head, **kwargs)
         if mask_ratio > 0 and 'mask_ratio' not in inspect.signature(
                 self.backbone.forward).parameters:
@@ -90,17 +92,23 @@ class PMSN(EMATargetMixin, BaseSelfSupervisor):
                 f'{type(self.backbone).__name__}; use MSNViT, or set '
                 'mask_ratio=0 for backbones without patch tokens (ResNet, '
                 'timm models).')
-        self.num_random_views = int(num_random_views)
-        self.mask_ratio = float(mask_ratio)
+        self.num_random_views = num_random_views
+        self.mask_ratio = mask_ratio
         # mmengine's EMA momentum weighs the *online* parameters
         self.target_net = LinearMomentumEMA(
             nn.Sequential(self.backbone, self.neck),
-            momentum=1.0 - float(target_momentum),
-            end_momentum=1.0 - float(target_momentum_end))
+            momentum=1.0 - target_momentum,
+            end_momentum=1.0 - target_momentum_end)
 
     def ema_source(self) -> nn.Module:
         """The online encoder the target averages: backbone + neck."""
         return nn.Sequential(self.backbone, self.neck)
+
+    def encoder(self, target: bool = False) -> Tuple[nn.Module, nn.Module]:
+        """``(backbone, neck)``; with ``target`` those of the EMA target."""
+        if target:
+            return tuple(self.target_net.module)
+        return self.backbone, self.neck
 
     def _encode(self, views: List[Tensor], mask_ratio: float) -> Tensor:
         """Online backbone + neck on same-size views in one forward.

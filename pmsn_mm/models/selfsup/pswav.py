@@ -1,27 +1,61 @@
 """PSwAV: SwAV whose Sinkhorn codes follow a cluster prior."""
 from typing import Dict, List
 
+import torch.nn.functional as F
 from mmpretrain.models.selfsup import SwAV
 from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
-from torch import Tensor
+from torch import Tensor, nn
+
+from .prototype_embed import PrototypeEmbedMixin
 
 
 @MODELS.register_module()
-class PSwAV(SwAV):
-    """SwAV (mmpretrain's multi-crop step, ``SwAVNeck``, ``SwAVHead``,
-    ``SwAVHook``) with :class:`~pmsn_mm.models.losses.PSwAVLoss` as the
-    head's loss, so the codes satisfy paper eq. (swav) with
-    ``P 1_N = N * prior`` instead of ``N / K`` (a uniform prior is SwAV).
+class PSwAV(PrototypeEmbedMixin, SwAV):
+    """SwAV (mmpretrain's multi-crop step, ``SwAVNeck``, ``SwAVHook``) with
+    :class:`~pmsn_mm.models.heads.PSwAVHead` (prototypes and prior) and
+    :class:`~pmsn_mm.models.losses.PSwAVLoss`, so the codes satisfy paper
+    eq. (swav) with ``P 1_N = N * prior`` instead of ``N / K`` (a uniform
+    prior is SwAV).
 
-    The only change to mmpretrain's ``SwAV``: the head may return a dict of
-    losses and statistics (``PSwAVLoss``), which is passed on as the loss
-    dict; a plain tensor (``SwAVLoss``) becomes ``dict(loss=...)`` as in
-    SwAV.
+    Changes to mmpretrain's ``SwAV``: the head returns a dict of losses and
+    statistics, passed on as the loss dict; and embeddings of every stage
+    come from :meth:`extract_feat` / :meth:`embed`
+    (:class:`~pmsn_mm.models.selfsup.PrototypeEmbedMixin`; ``'neck'`` is
+    ``SwAVNeck``'s L2-normalised projection of the pooled backbone output,
+    ``'probs'`` SwAV's predicted assignments).
 
     Args:
         See mmpretrain's ``SwAV`` / ``BaseSelfSupervisor``.
     """
+
+    def project(self, neck: nn.Module, feats: Tensor) -> Tensor:
+        """``SwAVNeck`` pools inside ``forward``; its projection is applied
+        to the pooled features.
+
+        Args:
+            neck: The ``SwAVNeck``.
+            feats: Tensor of shape (B, C).
+
+        Returns:
+            Tensor of shape (B, D).
+        """
+        return neck.forward_projection(feats)
+
+    def prototype_probabilities(self, z: Tensor) -> Tensor:
+        """SwAV's predicted assignments ``softmax(z @ W.T / temperature)``
+        (W the normalised prototypes, as in the loss).
+
+        Args:
+            z: Tensor of shape (B, D).
+
+        Returns:
+            Tensor of shape (B, K).
+        """
+        prototypes = F.normalize(self.head.prototypes, dim=1)
+        return F.softmax(
+            F.linear(z, prototypes) / self.head.loss_module.temperature,
+            dim=1)
 
     def loss(self, inputs: List[Tensor], data_samples: List[DataSample],
              **kwargs) -> Dict[str, Tensor]:
@@ -33,7 +67,6 @@ class PSwAV(SwAV):
             data_samples: Unused (self-supervised).
 
         Returns:
-            Losses (``loss_*``) and statistics of the head's loss.
+            Losses (``loss_*``) and statistics of the head.
         """
-        out = super().loss(inputs, data_samples, **kwargs)['loss']
-        return out if isinstance(out, dict) else dict(loss=out)
+        return super().loss(inputs, data_samples, **kwargs)['loss']

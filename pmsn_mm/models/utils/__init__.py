@@ -1,20 +1,27 @@
 """Model utilities: differentiable collectives, Sinkhorn-Knopp, patch-drop,
-the EMA target encoder, batched view augmentation."""
+the EMA target encoder, batched view augmentation, functions of probability
+vectors (KL, entropy, sharpening), pooling and AMP upcasting."""
 from .batch_augment import (color_jitter, gaussian_blur, random_grayscale,
                             replicate_edges, resized_crop_flip,
                             sample_color_params, sample_crop_boxes, solarize)
+from .amp import upcast
 from .batch_augment_preprocessor import BatchAugmentPreprocessor
 from .dist import all_gather_with_grad, all_reduce_mean_with_grad
+from .distributions import (entropy, global_mean_usage, kl_divergence,
+                            sharpen)
 from .ema import EMATargetMixin, LinearMomentumEMA
+from .pooling import last_output, pooled
 from .patch_drop import (PatchDrop, check_mask_ratio, drop_patch_tokens,
                          num_kept_tokens, random_keep_indices)
 from .sinkhorn import check_col_marginal, distributed_sinkhorn
 
 __all__ = [
-    'BatchAugmentPreprocessor', 'color_jitter', 'gaussian_blur',
-    'random_grayscale', 'replicate_edges', 'resized_crop_flip',
-    'sample_color_params', 'sample_crop_boxes', 'solarize', 'all_gather_with_grad', 'all_reduce_mean_with_grad',
-    'EMATargetMixin', 'LinearMomentumEMA', 'check_col_marginal', 'distributed_sinkhorn',
-    'PatchDrop', 'check_mask_ratio', 'drop_patch_tokens', 'num_kept_tokens',
-    'random_keep_indices'
+    'BatchAugmentPreprocessor', 'EMATargetMixin', 'LinearMomentumEMA',
+    'PatchDrop', 'all_gather_with_grad', 'all_reduce_mean_with_grad',
+    'check_col_marginal', 'check_mask_ratio', 'color_jitter',
+    'distributed_sinkhorn', 'drop_patch_tokens', 'entropy', 'gaussian_blur',
+    'global_mean_usage', 'kl_divergence', 'last_output', 'num_kept_tokens',
+    'pooled', 'random_grayscale', 'random_keep_indices', 'replicate_edges',
+    'resized_crop_flip', 'sample_color_params', 'sample_crop_boxes',
+    'sharpen', 'solarize', 'upcast'
 ]

@@ -28,28 +28,17 @@ kornia is imported when a colour or blur op first runs (importing it costs
 about a second).
 """
 import math
-from typing import Dict, Optional, Sequence, Tuple, Union
+from typing import Dict, Optional, Sequence, Union
 
 import torch
 from torch import Tensor
 
+from ...utils.validation import (check_int, check_number, check_probability,
+                                 check_range_pair)
+
 SizeLike = Union[int, Tensor]
 #: Identity values of (brightness, contrast, saturation, hue).
 NEUTRAL_COLOR = (1.0, 1.0, 1.0, 0.0)
-
-
-def _check_range(name: str, value: Sequence[float], low: float,
-                 high: float) -> Tuple[float, float]:
-    if len(value) != 2 or not low < value[0] <= value[1] <= high:
-        raise ValueError(f'{name} must be (min, max) with {low} < min <= max '
-                         f'<= {high}, got {tuple(value)}.')
-    return float(value[0]), float(value[1])
-
-
-def _check_prob(name: str, value: float) -> float:
-    if not 0 <= value <= 1:
-        raise ValueError(f'{name} must be in [0, 1], got {value}.')
-    return float(value)
 
 
 def _sizes(size: SizeLike, batch_size: int, device) -> Tensor:
@@ -85,10 +74,9 @@ def sample_crop_boxes(batch_size: int,
     Returns:
         Long tensor of shape (B, 4): ``(top, left, h, w)`` in pixels.
     """
-    smin, smax = _check_range('scale', scale, 0.0, 1.0)
-    rmin, rmax = _check_range('ratio', ratio, 0.0, math.inf)
-    if max_attempts < 1:
-        raise ValueError(f'max_attempts must be >= 1, got {max_attempts}.')
+    smin, smax = check_range_pair('scale', scale, 0.0, 1.0, low_open=True)
+    rmin, rmax = check_range_pair('ratio', ratio, 0.0, low_open=True)
+    max_attempts = check_int('max_attempts', max_attempts, 1)
     kw = dict(generator=generator, device=device)
     heights = _sizes(height, batch_size, device)
     widths = _sizes(width, batch_size, device)
@@ -227,13 +215,13 @@ def sample_color_params(num: int,
         brightness, 1 contrast, 2 saturation, 3 hue) and ``apply`` (num,)
         bool.
     """
-    strengths = (brightness, contrast, saturation)
-    if any(s < 0 for s in strengths):
-        raise ValueError('brightness, contrast and saturation must be >= 0, '
-                         f'got {strengths}.')
-    if not 0 <= hue <= 0.5:
-        raise ValueError(f'hue must be in [0, 0.5], got {hue}.')
-    _check_prob('prob', prob)
+    strengths = [
+        check_number('brightness', brightness, 0.0),
+        check_number('contrast', contrast, 0.0),
+        check_number('saturation', saturation, 0.0)
+    ]
+    hue = check_number('hue', hue, 0.0, 0.5)
+    prob = check_probability('prob', prob)
     u = torch.rand(num, 9, generator=generator, device=device)
     apply = u[:, 0] < prob
     lows = [max(0.0, 1 - s) for s in strengths] + [-hue]

@@ -6,8 +6,9 @@ from mmpretrain.models.utils import SelfSupDataPreprocessor
 from mmpretrain.registry import MODELS
 from torch import Tensor
 
-from .batch_augment import (_check_prob, _check_range, color_jitter,
-                            gaussian_blur, random_grayscale,
+from ...utils.validation import (check_int, check_number, check_probability,
+                                 check_range_pair)
+from .batch_augment import (color_jitter, gaussian_blur, random_grayscale,
                             replicate_edges, resized_crop_flip,
                             sample_color_params, sample_crop_boxes, solarize)
 
@@ -46,28 +47,24 @@ def check_view_group(group: dict, where: str = 'views') -> dict:
         raise ValueError(f'{where} has unknown keys {unknown}; valid keys: '
                          f'{", ".join(VIEW_DEFAULTS)}.')
     out = dict(VIEW_DEFAULTS, **group)
-    num = out['num_views']
-    if isinstance(num, bool) or not isinstance(num, int) or num < 1:
-        raise ValueError(f'{where} num_views must be an int >= 1, got '
-                         f'{num!r}.')
-    if out['size'] is not None and int(out['size']) < 1:
-        raise ValueError(f'{where} size must be >= 1 or None, got '
-                         f'{out["size"]}.')
-    out['scale'] = _check_range(f'{where} scale', out['scale'], 0.0, 1.0)
-    out['ratio'] = _check_range(f'{where} ratio', out['ratio'], 0.0,
-                                float('inf'))
-    out['blur_sigma'] = _check_range(f'{where} blur_sigma',
-                                     out['blur_sigma'], 0.0, float('inf'))
+    out['num_views'] = check_int(f'{where} num_views', out['num_views'], 1)
+    if out['size'] is not None:  # None: the input side
+        out['size'] = check_int(f'{where} size', out['size'], 1)
+    out['scale'] = check_range_pair(f'{where} scale', out['scale'], 0.0, 1.0,
+                                    low_open=True)
+    out['ratio'] = check_range_pair(f'{where} ratio', out['ratio'], 0.0,
+                                    low_open=True)
+    out['blur_sigma'] = check_range_pair(f'{where} blur_sigma',
+                                         out['blur_sigma'], 0.0,
+                                         low_open=True)
     for name in ('flip_prob', 'jitter_prob', 'grayscale_prob', 'blur_prob',
                  'solarize_prob'):
-        out[name] = _check_prob(f'{where} {name}', out[name])
+        out[name] = check_probability(f'{where} {name}', out[name])
     for name in ('brightness', 'contrast', 'saturation'):
-        if out[name] < 0:
-            raise ValueError(f'{where} {name} must be >= 0, got '
-                             f'{out[name]}.')
-    if not 0 <= out['hue'] <= 0.5:
-        raise ValueError(f'{where} hue must be in [0, 0.5], got '
-                         f'{out["hue"]}.')
+        out[name] = check_number(f'{where} {name}', out[name], 0.0)
+    out['hue'] = check_number(f'{where} hue', out['hue'], 0.0, 0.5)
+    out['solarize_threshold'] = check_number(f'{where} solarize_threshold',
+                                             out['solarize_threshold'])
     return out
 
 

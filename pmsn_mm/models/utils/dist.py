@@ -4,6 +4,10 @@
 ``all_gather``, ``get_world_size``); these two add the backward passes the
 global-batch losses need. Both are the identity (same tensor, same graph)
 when not distributed or with world size 1.
+
+Kept instead of ``torch.distributed.nn.functional.all_reduce``/``all_gather``:
+deprecated (a FutureWarning every call in torch 2.15), they raise under
+``torch.compile``.
 """
 import torch
 import torch.distributed as dist

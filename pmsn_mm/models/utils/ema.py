@@ -1,5 +1,4 @@
 """EMA target encoder whose momentum follows MSN's linear schedule."""
-import math
 from typing import Optional
 
 import torch
@@ -8,17 +7,13 @@ from mmengine.model import ExponentialMovingAverage
 from mmpretrain.registry import MODELS
 from torch import Tensor, nn
 
+from ...utils.validation import check_int, check_number, check_positive
 
-def _check_unit(name: str, value: float, low_open: bool) -> float:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and (0 < value < 1 if low_open else 0 <= value < 1)
-    if not ok:
-        interval = '(0, 1)' if low_open else '[0, 1)'
-        raise ValueError(
-            f'LinearMomentumEMA {name} must be in {interval} (mmengine '
-            'convention: the weight of the online model; MSN momentum m '
-            f'is 1 - {name}) but is {value!r}.')
-    return float(value)
+
+#: Appended to a momentum error: the convention is easy to get backwards.
+MOMENTUM_CONVENTION = ('mmengine convention: the momentum is the weight of '
+                       "the online model; MSN's target momentum m is 1 - "
+                       'momentum (MSN m = 0.996 -> momentum=0.004).')
 
 
 @MODELS.register_module()
@@ -69,17 +64,18 @@ class LinearMomentumEMA(ExponentialMovingAverage):
                  interval: int = 1,
                  device: Optional[torch.device] = None,
                  update_buffers: bool = False) -> None:
-        momentum = _check_unit('momentum', momentum, low_open=True)
-        end_momentum = _check_unit('end_momentum', end_momentum, False)
-        if not (isinstance(schedule_scale, (int, float))
-                and math.isfinite(schedule_scale) and schedule_scale > 0):
-            raise ValueError('LinearMomentumEMA schedule_scale must be in '
-                             f'(0, inf) but is {schedule_scale!r}.')
-        if max_iters is not None and (isinstance(max_iters, bool)
-                                      or not isinstance(max_iters, int)
-                                      or max_iters < 1):
-            raise ValueError('LinearMomentumEMA max_iters must be None or an '
-                             f'int >= 1 but is {max_iters!r}.')
+        try:
+            momentum = check_number('LinearMomentumEMA momentum', momentum,
+                                    0, 1, low_open=True, high_open=True)
+            end_momentum = check_number('LinearMomentumEMA end_momentum',
+                                        end_momentum, 0, 1, high_open=True)
+        except ValueError as err:
+            raise ValueError(f'{err} {MOMENTUM_CONVENTION}') from None
+        schedule_scale = check_positive('LinearMomentumEMA schedule_scale',
+                                        schedule_scale)
+        if max_iters is not None:  # None: read from the message hub
+            max_iters = check_int('LinearMomentumEMA max_iters', max_iters,
+                                  1)
         super().__init__(
             model,
             momentum=momentum,
@@ -87,7 +83,7 @@ class LinearMomentumEMA(ExponentialMovingAverage):
             device=device,
             update_buffers=update_buffers)
         self.end_momentum = end_momentum
-        self.schedule_scale = float(schedule_scale)
+        self.schedule_scale = schedule_scale
         self.max_iters = max_iters
         self.current_momentum = momentum
 

@@ -1,11 +1,17 @@
 """MSN patch-drop: keep the extra (class) tokens and a random subset of the
 patch tokens, after the position embedding (pure functions and a thin
-module, as timm's ``PatchDropout``)."""
+module, as timm's ``PatchDropout``).
+
+Kept instead of ``timm.layers.PatchDropout``: it draws from the global RNG
+(no ``generator``), is a no-op in eval mode and keeps 1 patch where we raise.
+"""
 import math
 from typing import Optional
 
 import torch
 from torch import Tensor, nn
+
+from ...utils.validation import check_number
 
 
 def check_mask_ratio(mask_ratio: float) -> float:
@@ -14,10 +20,7 @@ def check_mask_ratio(mask_ratio: float) -> float:
     Args:
         mask_ratio: Fraction of patch tokens to drop.
     """
-    if isinstance(mask_ratio, bool) or not (isinstance(
-            mask_ratio, (int, float)) and 0 <= mask_ratio < 1):
-        raise ValueError(f'mask_ratio must be in [0, 1) but is {mask_ratio}.')
-    return float(mask_ratio)
+    return check_number('mask_ratio', mask_ratio, 0, 1, high_open=True)
 
 
 def num_kept_tokens(num_patches: int, mask_ratio: float) -> int:

@@ -70,12 +70,11 @@ def distributed_sinkhorn(probs: Tensor,
 
     With ``col_marginal=None`` this is exactly the official MSN
     ``distributed_sinkhorn`` (``src/losses.py``) and, on ``exp(scores /
-    epsilon)``, the official SwAV one. mmpretrain's
-    ``mmpretrain.models.losses.swav_loss.distributed_sinkhorn`` is not reused
-    because it is not equivalent: it takes scores and applies
-    ``exp(scores / epsilon)`` (SwAV), and it all-reduces the prototype sums
-    only when one of them is zero (and then after adding ``1e-12``), so with
-    more than one rank its prototype marginals are per-rank, not global.
+    epsilon)``, the official SwAV one.
+
+    Kept instead of mmpretrain's ``swav_loss.distributed_sinkhorn``: it
+    all-reduces the prototype sums only when one is zero (after adding
+    ``1e-12``), so with several ranks its marginals are per-rank, not global.
 
     Assumes every rank holds the same number of samples (as the official
     code does).

@@ -13,12 +13,14 @@ from mmpretrain.datasets import BaseDataset
 from torch.utils.data import ConcatDataset as TorchConcatDataset
 from torch.utils.data import DataLoader, Subset
 
-from pmsn_mm.datasets.samplers import (ClassStratifiedSampler,
+from pmsn_mm.datasets.samplers import (ClassStratifiedBatchSampler,
                                        get_dataset_labels,
                                        stratified_epoch_indices)
 from tests._dist import free_port, gloo_group
 
-DIST_INFO = 'pmsn_mm.datasets.samplers.class_aware_sampler.get_dist_info'
+DIST_INFO = ('pmsn_mm.datasets.samplers.class_stratified_sampler.'
+             'get_dist_info')
+DEFAULT_DIST_INFO = 'mmengine.dataset.sampler.get_dist_info'
 
 
 class FakeDataset:
@@ -76,10 +78,27 @@ def uneven_labels(seed=0, num_classes=12, low=16, high=40):
     return labels
 
 
+def build(dataset, world=1, rank=0, seed=7, shuffle=True, round_up=True,
+          **kwargs):
+    """A ClassStratifiedBatchSampler over a DefaultSampler of ``dataset``,
+    as rank ``rank`` of ``world``."""
+    with mock.patch(DIST_INFO, return_value=(rank, world)), \
+            mock.patch(DEFAULT_DIST_INFO, return_value=(rank, world)):
+        sampler = DefaultSampler(dataset,
+                                 shuffle=shuffle,
+                                 seed=seed,
+                                 round_up=round_up)
+        return ClassStratifiedBatchSampler(sampler, **kwargs)
+
+
 def make(labels, world=1, rank=0, **kwargs):
-    kwargs.setdefault('seed', 7)
-    with mock.patch(DIST_INFO, return_value=(rank, world)):
-        return ClassStratifiedSampler(FakeDataset(labels), **kwargs)
+    return build(FakeDataset(labels), world, rank, **kwargs)
+
+
+def epoch_of(batch_sampler, epoch):
+    """This rank's batches of ``epoch``, shape (T, batch_size)."""
+    batch_sampler.sampler.set_epoch(epoch)  # as mmengine's loops do
+    return np.asarray(list(batch_sampler))
 
 
 def check_global_batches(batches, labels, k, replacement=False):
@@ -99,10 +118,9 @@ def test_every_batch_has_k_classes_single_rank(k, batch_size):
     labels = uneven_labels()
     sampler = make(labels, classes_per_batch=k, batch_size=batch_size)
     for epoch in range(3):
-        sampler.set_epoch(epoch)
-        indices = list(sampler)
-        assert len(indices) == len(sampler)
-        check_global_batches(np.reshape(indices, (-1, batch_size)), labels, k)
+        batches = epoch_of(sampler, epoch)
+        assert batches.shape == (len(sampler), batch_size)
+        check_global_batches(batches, labels, k)
 
 
 @pytest.mark.parametrize('world,batch_size,k', [(2, 8, 4), (3, 8, 6),
@@ -116,11 +134,8 @@ def test_ranks_split_each_global_batch(world, batch_size, k):
                        rank,
                        classes_per_batch=k,
                        batch_size=batch_size)
-        sampler.set_epoch(3)
-        indices = list(sampler)
-        assert len(indices) == len(sampler)
-        assert len(sampler) % batch_size == 0
-        per_rank.append(np.reshape(indices, (-1, batch_size)))
+        per_rank.append(epoch_of(sampler, 3))
+        assert per_rank[-1].shape == (len(sampler), batch_size)
     # Global batch t = concatenation of every rank's batch t.
     global_batches = np.concatenate(per_rank, axis=1)
     np.testing.assert_array_equal(global_batches, sampler.epoch_batches())
@@ -132,12 +147,13 @@ def test_ranks_split_each_global_batch(world, batch_size, k):
 
 def _gloo_worker(rank, world, port, out_dir, labels, k, batch_size):
     with gloo_group(rank, world, port):
-        sampler = ClassStratifiedSampler(FakeDataset(labels),
-                                         classes_per_batch=k,
-                                         batch_size=batch_size)
-        sampler.set_epoch(2)
+        sampler = ClassStratifiedBatchSampler(
+            DefaultSampler(FakeDataset(labels)),
+            classes_per_batch=k,
+            batch_size=batch_size)
+        batches = epoch_of(sampler, 2)
         gathered = [None] * world
-        dist.all_gather_object(gathered, (sampler.seed, list(sampler)))
+        dist.all_gather_object(gathered, (sampler.seed, batches.tolist()))
         if rank == 0:
             np.save(os.path.join(out_dir, 'seeds.npy'),
                     np.array([g[0] for g in gathered]))
@@ -169,7 +185,7 @@ def test_two_real_gloo_processes():
                seed=int(seeds[0]),
                classes_per_batch=k,
                batch_size=batch_size)
-    ref.set_epoch(2)
+    ref.sampler.set_epoch(2)
     np.testing.assert_array_equal(global_batches, ref.epoch_batches())
 
 
@@ -181,8 +197,7 @@ def appearance_rate(labels, k, batch, epochs, replacement=False, seed=0):
                    replacement=replacement)
     counts = np.zeros(len(labels))
     for epoch in range(epochs):
-        sampler.set_epoch(epoch)
-        np.add.at(counts, np.asarray(list(sampler)), 1)
+        np.add.at(counts, epoch_of(sampler, epoch).ravel(), 1)
     return counts / (epochs * sampler.num_batches)
 
 
@@ -232,14 +247,14 @@ def test_set_epoch_seed_and_determinism():
     assert list(a) == first  # re-iterating the same epoch
     assert list(b) == first  # same seed + epoch (resume)
     assert list(c) != first  # different seed
-    a.set_epoch(1)
+    a.sampler.set_epoch(1)
     assert list(a) != first
-    b.set_epoch(1)
+    b.sampler.set_epoch(1)
     assert list(a) == list(b)
     # shuffle=False: every epoch repeats epoch 0.
     d = make(labels, seed=1, shuffle=False, classes_per_batch=4, batch_size=16)
     epoch0 = list(d)
-    d.set_epoch(5)
+    d.sampler.set_epoch(5)
     assert list(d) == epoch0
 
 
@@ -250,8 +265,7 @@ def test_iterations_match_default_sampler(n, world, batch_size):
     k = 3 if (batch_size * world) % 3 == 0 else 1
     ds = FakeDataset(labels)
     for rank in range(world):
-        with mock.patch('mmengine.dataset.sampler.get_dist_info',
-                        return_value=(rank, world)):
+        with mock.patch(DEFAULT_DIST_INFO, return_value=(rank, world)):
             default = DefaultSampler(ds, seed=0)
         default_iters = len(DataLoader(ds, batch_size, sampler=default))
         sampler = make(labels,
@@ -260,8 +274,9 @@ def test_iterations_match_default_sampler(n, world, batch_size):
                        classes_per_batch=k,
                        batch_size=batch_size,
                        replacement=True)
-        assert len(sampler) == default_iters * batch_size
+        assert len(sampler) == default_iters
         assert len(list(sampler)) == len(sampler)
+        assert all(len(b) == batch_size for b in sampler)  # all whole
         # round_up=False keeps only whole global batches.
         if n >= batch_size * world:
             short = make(labels,
@@ -271,7 +286,7 @@ def test_iterations_match_default_sampler(n, world, batch_size):
                          classes_per_batch=k,
                          batch_size=batch_size,
                          replacement=True)
-            assert len(short) == n // (batch_size * world) * batch_size
+            assert len(short) == n // (batch_size * world)
             assert len(list(short)) == len(short)
 
 
@@ -281,7 +296,7 @@ def test_replacement_allows_small_classes():
                    classes_per_batch=2,
                    batch_size=16,
                    replacement=True)
-    check_global_batches(np.reshape(list(sampler), (-1, 16)),
+    check_global_batches(epoch_of(sampler, 0),
                          labels,
                          2,
                          replacement=True)
@@ -300,10 +315,12 @@ def test_errors_name_the_setting():
                        'needs 8 .*replacement=True'):
         make(labels, classes_per_batch=2, batch_size=16)
     with pytest.raises(ValueError,
-                       match='classes_per_batch must be a '
-                       'positive integer'):
+                       match='ClassStratifiedBatchSampler classes_per_batch '
+                       'must be an int >= 1 but is 0'):
         make(labels, classes_per_batch=0, batch_size=8)
-    with pytest.raises(ValueError, match='batch_size must be a positive'):
+    with pytest.raises(ValueError,
+                       match='ClassStratifiedBatchSampler batch_size must be '
+                       'an int >= 1 but is 2.0'):
         make(labels, classes_per_batch=1, batch_size=2.0)
     with pytest.raises(ValueError, match='round_up=True or lower batch_size'):
         make(labels,
@@ -321,10 +338,7 @@ def test_errors_for_datasets_without_labels():
             return 4
 
     with pytest.raises(ValueError, match='exposes no class labels'):
-        ClassStratifiedSampler(NoLabels(),
-                               seed=0,
-                               classes_per_batch=1,
-                               batch_size=2)
+        build(NoLabels(), classes_per_batch=1, batch_size=2)
 
     class BrokenGt(FakeDataset):
 
@@ -332,10 +346,7 @@ def test_errors_for_datasets_without_labels():
             raise KeyError('gt_label')
 
     with pytest.raises(ValueError, match=r'get_gt_labels\(\) failed'):
-        ClassStratifiedSampler(BrokenGt([0, 1]),
-                               seed=0,
-                               classes_per_batch=1,
-                               batch_size=2)
+        build(BrokenGt([0, 1]), classes_per_batch=1, batch_size=2)
     with pytest.raises(ValueError, match='multi-label'):
         get_dataset_labels(FakeDataset([[0, 1], [1, 0]]))
     with pytest.raises(ValueError, match='gave 3 labels but the dataset has'):
@@ -374,13 +385,12 @@ def test_label_sources_and_wrappers():
     np.testing.assert_array_equal(
         get_dataset_labels(Subset(FakeDataset(labels), [2, 0])), [1, 3])
     # The sampler uses the wrapper's indices.
-    sampler = ClassStratifiedSampler(RepeatDataset(
-        TinyMMPretrain(uneven_labels(6)), 2),
-                                     seed=0,
-                                     classes_per_batch=8,
-                                     batch_size=16)
-    check_global_batches(np.reshape(list(sampler), (-1, 16)),
-                         np.tile(uneven_labels(6), 2), 8)
+    sampler = build(RepeatDataset(TinyMMPretrain(uneven_labels(6)), 2),
+                    seed=0,
+                    classes_per_batch=8,
+                    batch_size=16)
+    check_global_batches(epoch_of(sampler, 0), np.tile(uneven_labels(6), 2),
+                         8)
 
 
 def test_core_function_is_pure_and_validates():
@@ -396,9 +406,9 @@ def test_core_function_is_pure_and_validates():
 def test_in_torch_dataloader():
     labels = uneven_labels(4)
     sampler = make(labels, classes_per_batch=2, batch_size=10)
-    loader = DataLoader(FakeDataset(labels), batch_size=10, sampler=sampler)
+    loader = DataLoader(FakeDataset(labels), batch_sampler=sampler)
     batches = [b.numpy() for b in loader]
-    assert len(batches) == len(sampler) // 10
+    assert len(batches) == len(sampler)
     check_global_batches(batches, labels, 2)
 
 
@@ -407,20 +417,20 @@ def test_runner_build_dataloader_resolves_type_in_mmpretrain_scope():
     # mmengine's root registry resolves the name through mmpretrain's child.
     with DATA_SAMPLERS.switch_scope_and_registry(None) as registry:
         assert registry.scope == 'mmpretrain'
-        assert registry.get('ClassStratifiedSampler') is \
-            ClassStratifiedSampler
+        assert registry.get('ClassStratifiedBatchSampler') is \
+            ClassStratifiedBatchSampler
     labels = uneven_labels(5)
     loader = Runner.build_dataloader(dict(
         batch_size=8,
         num_workers=0,
-        sampler=dict(type='ClassStratifiedSampler',
-                     classes_per_batch=4,
-                     batch_size=8),
+        sampler=dict(type='DefaultSampler'),
+        batch_sampler=dict(type='ClassStratifiedBatchSampler',
+                           classes_per_batch=4),
         collate_fn=dict(type='default_collate'),
         dataset=FakeDataset(labels)),
                                      seed=11)
-    assert isinstance(loader.sampler, ClassStratifiedSampler)
-    assert loader.sampler.seed == 11
+    assert isinstance(loader.batch_sampler, ClassStratifiedBatchSampler)
+    assert loader.batch_sampler.seed == 11
     batches = [np.asarray(b) for b in loader]
     assert len(batches) == int(np.ceil(len(labels) / 8))
     check_global_batches(batches, labels, 4)
@@ -428,10 +438,10 @@ def test_runner_build_dataloader_resolves_type_in_mmpretrain_scope():
     loader = Runner.build_dataloader(dict(
         batch_size=8,
         num_batch_per_epoch=3,
-        sampler=dict(type='ClassStratifiedSampler',
-                     classes_per_batch=4,
-                     batch_size=8,
-                     replacement=True),
+        sampler=dict(type='DefaultSampler'),
+        batch_sampler=dict(type='ClassStratifiedBatchSampler',
+                           classes_per_batch=4,
+                           replacement=True),
         collate_fn=dict(type='pseudo_collate'),
         dataset=FakeDataset(labels)),
                                      seed=11)
@@ -440,33 +450,33 @@ def test_runner_build_dataloader_resolves_type_in_mmpretrain_scope():
     assert max(max(b) for b in batches) < 24
 
 
+def test_no_plain_sampler_form():
+    """There is no ``ClassStratifiedSampler``: mmengine's registry names the
+    unknown type (the batch sampler's docstring says how to configure it)."""
+    init_default_scope('mmpretrain')
+    with pytest.raises(KeyError, match='ClassStratifiedSampler is not in'):
+        Runner.build_dataloader(
+            dict(batch_size=8,
+                 sampler=dict(type='ClassStratifiedSampler',
+                              classes_per_batch=4),
+                 dataset=FakeDataset(uneven_labels(5))),
+            seed=11)
+
+
 def test_real_mmpretrain_dataset():
     labels = uneven_labels(6)
-    sampler = ClassStratifiedSampler(TinyMMPretrain(labels),
-                                     seed=0,
-                                     classes_per_batch=8,
-                                     batch_size=16)
-    check_global_batches(np.reshape(list(sampler), (-1, 16)), labels, 8)
-
-
-def test_iteration_based_loop_wrapper():
-    from mmengine.runner.loops import _InfiniteDataloaderIterator
-    labels = uneven_labels(7)
-    sampler = make(labels, classes_per_batch=4, batch_size=16)
-    loader = DataLoader(FakeDataset(labels), batch_size=16, sampler=sampler)
-    per_epoch = len(loader)
-    infinite = _InfiniteDataloaderIterator(loader)
-    batches = [next(infinite).numpy() for _ in range(3 * per_epoch + 1)]
-    assert sampler.epoch == 3  # set_epoch called at every wrap-around
-    check_global_batches(batches, labels, 4)
-    first, second = batches[:per_epoch], batches[per_epoch:2 * per_epoch]
-    assert not all(np.array_equal(a, b) for a, b in zip(first, second))
+    sampler = build(TinyMMPretrain(labels),
+                    seed=0,
+                    classes_per_batch=8,
+                    batch_size=16)
+    check_global_batches(epoch_of(sampler, 0), labels, 8)
 
 
 # ------------------------------------------- as mmengine's batch_sampler
 def test_batch_sampler_from_a_config_states_batch_size_once():
     """Runner.build_dataloader passes the dataloader's batch_size to the
-    batch sampler; the batches are the sampler form's, epoch by epoch."""
+    batch sampler; the batches are those of one built directly, epoch by
+    epoch."""
     init_default_scope('mmpretrain')
     labels = uneven_labels(3)
     loader = Runner.build_dataloader(
@@ -483,7 +493,7 @@ def test_batch_sampler_from_a_config_states_batch_size_once():
     epochs = []
     for epoch in (0, 1):
         batch_sampler.sampler.set_epoch(epoch)  # as mmengine's loops do
-        reference.set_epoch(epoch)
+        reference.sampler.set_epoch(epoch)
         batches = [b.numpy() for b in loader]
         assert len(batches) == len(loader) == reference.num_batches
         np.testing.assert_array_equal(

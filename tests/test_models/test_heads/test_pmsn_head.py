@@ -45,11 +45,18 @@ def test_loss_uses_prototype_parameter():
     anchors, targets = torch.randn(8, 8), torch.randn(4, 8)
     expected = head.loss_module(head.log_probabilities(anchors),
                                 head.probabilities(targets).detach(),
-                                head.prior)
+                                head.prior.probs.float(),
+                                prior_is_uniform=True)
     out = head.loss(anchors, targets)
-    for key in expected:
+    assert set(out) == set(expected) - {'mean_probs', 'prototypes_used'}
+    for key in out:
         torch.testing.assert_close(out[key], expected[key])
     assert out['loss_ce'].grad_fn is not None
+    # the step's global statistics stay with the head, for the usage hook
+    torch.testing.assert_close(head.step_usage['mean_probs'],
+                               head.probabilities(anchors).mean(dim=0))
+    assert torch.equal(head.step_usage['prototypes_used'],
+                       expected['prototypes_used'])
 
 
 def test_probabilities_and_prior_by_hand():
@@ -67,38 +74,73 @@ def test_probabilities_and_prior_by_hand():
     torch.testing.assert_close(head.log_probabilities(z),
                                torch.tensor([expected]).log())
     torch.testing.assert_close(
-        head.prior_probs(dtype=torch.float64),
+        head.prior.probs,
         torch.tensor([6 / 11, 3 / 11, 2 / 11], dtype=torch.float64))
-    assert head.prior_probs().dtype == torch.float32
-    # fixed priors are computed once per (device, dtype)
-    assert head.prior_probs() is head.prior_probs()
+    # a fixed prior is state built once from the config, not checkpointed
+    assert set(head.state_dict()) == {'prototypes'}
 
 
-def test_checkpoint_with_the_prior_in_the_loss_still_loads():
+def test_learned_prior_state_round_trips_through_a_checkpoint():
     new = PMSNHead(num_prototypes=5, in_channels=4,
-                   prior=dict(type='AdaptivePowerLawPrior', num_prototypes=5))
+                   prior=dict(type='AdaptivePowerLawPrior'))
+    assert new.prior.num_prototypes == 5  # K given once, by the head
     new.prior.tau.fill_(0.7)
     new.prior.num_updates.fill_(12)
-    # the layout before the head owned the prior
-    old = {k.replace('prior.', 'loss_module.prior.', 1)
-           if k.startswith('prior.') else k: v.clone()
-           for k, v in new.state_dict().items()}
-    assert 'loss_module.prior.tau' in old and 'prior.tau' not in old
     fresh = PMSNHead(num_prototypes=5, in_channels=4,
-                     prior=dict(type='AdaptivePowerLawPrior',
-                                num_prototypes=5))
-    fresh.load_state_dict(old)  # strict
+                     prior=dict(type='AdaptivePowerLawPrior'))
+    # mmengine's loader (checkpoints, --resume) with a model prefix
+    model = torch.nn.Module()
+    model.head = fresh
+    load_state_dict(model, {f'head.{k}': v
+                            for k, v in new.state_dict().items()},
+                    strict=True)
     assert fresh.prior.tau.item() == 0.7
     assert fresh.prior.num_updates.item() == 12
     torch.testing.assert_close(fresh.prototypes, new.prototypes)
-    # mmengine's loader (checkpoints, --resume) with a model prefix
-    model = torch.nn.Module()
-    model.head = PMSNHead(num_prototypes=5, in_channels=4,
-                          prior=dict(type='AdaptivePowerLawPrior',
-                                     num_prototypes=5))
-    load_state_dict(model, {f'head.{k}': v for k, v in old.items()},
-                    strict=True)
-    assert model.head.prior.tau.item() == 0.7
+    # probabilities recomputed from the loaded tau: k^-0.7 / sum
+    w = torch.arange(1, 6, dtype=torch.float64)**-0.7
+    torch.testing.assert_close(fresh.prior.probs, w / w.sum())
+
+
+def test_learned_prior_is_updated_by_the_head_in_training_only():
+    torch.manual_seed(0)
+    head = PMSNHead(num_prototypes=5, in_channels=4,
+                    prior=dict(type='AdaptivePowerLawPrior', momentum=0.0))
+    anchors, targets = torch.randn(8, 4), torch.randn(4, 4)
+    before = {k: v.clone() for k, v in head.prior.state_dict().items()}
+    # the loss is a function of tensors: it returns the usage, changes
+    # nothing
+    out = head.loss_module(head.log_probabilities(anchors),
+                           head.probabilities(targets).detach(),
+                           head.prior.probs.float(), return_usage=True)
+    assert out['usage'].shape == (5, )
+    for k, v in head.prior.state_dict().items():
+        assert torch.equal(v, before[k]), k
+    head.eval()
+    stats = head.loss(anchors, targets)
+    assert int(head.prior.num_updates) == 0 and 'usage' not in stats
+    head.train()
+    stats = head.loss(anchors, targets)
+    assert int(head.prior.num_updates) == 1
+    assert stats['prior_tau'] == head.prior.tau.float()
+    # momentum 0: tau is the fit of this step's usage alone (bounded)
+    from pmsn_mm.models.priors import fit_power_law_exponent
+    tau_fit, _ = fit_power_law_exponent(
+        out['usage'].sort(descending=True).values)
+    torch.testing.assert_close(head.prior.tau, tau_fit.clamp(0, 1))
+    w = torch.arange(1, 6, dtype=torch.float64)**-head.prior.tau
+    torch.testing.assert_close(head.prior.probs, w / w.sum())
+
+
+def test_prior_with_another_k_is_refused():
+    with pytest.raises(ValueError, match=r"prior num_prototypes=4 differs "
+                       r"from the head's num_prototypes=5"):
+        PMSNHead(num_prototypes=5, in_channels=4,
+                 prior=dict(type='AdaptivePowerLawPrior', num_prototypes=4))
+    from pmsn_mm.models.priors import UniformPrior
+    with pytest.raises(ValueError, match='UniformPrior has num_prototypes=3 '
+                       'but the head has num_prototypes=5'):
+        PMSNHead(num_prototypes=5, in_channels=4, prior=UniformPrior(3))
 
 
 def test_gradient_flow():
@@ -171,8 +213,8 @@ def test_invalid_label_smoothing(value):
 
 
 @pytest.mark.parametrize('key', ['temperature', 'label_smoothing', 'prior'])
-def test_head_settings_in_the_loss_config_raise(key):
-    with pytest.raises(ValueError,
-                       match=f"write head=dict\\(type='PMSNHead', {key}="):
+def test_head_settings_are_not_settings_of_the_loss(key):
+    with pytest.raises(TypeError,
+                       match=rf"PMSNLoss got unknown config key\(s\) "
+                       rf"\['{key}'\]"):
         PMSNHead(4, 8, loss=dict(type='PMSNLoss', **{key: 0.1}))
-

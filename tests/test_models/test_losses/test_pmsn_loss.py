@@ -7,9 +7,11 @@ import torch.nn.functional as F
 from mmpretrain.registry import MODELS
 
 from pmsn_mm.models.heads import PMSNHead, prototype_log_probabilities
-from pmsn_mm.models.losses import PMSNLoss, kl_divergence, sharpen
+from pmsn_mm.models.losses import PMSNLoss
+from pmsn_mm.models.utils import kl_divergence, sharpen
 from pmsn_mm.models.priors import PowerLawPrior, UniformPrior
 from pmsn_mm.models.utils import distributed_sinkhorn
+from pmsn_mm.utils.power_law import power_law_probs
 from tests._pmsn import pmsn_head
 
 
@@ -143,7 +145,7 @@ def test_kl_hand_computed_both_directions():
     q = [x / sum(w) for x in w]
     forward = sum(pk * math.log(pk / qk) for pk, qk in zip(p.tolist(), q))
     reverse = sum(qk * math.log(qk / pk) for pk, qk in zip(p.tolist(), q))
-    q = PowerLawPrior(0.5)(4, torch.float64)
+    q = torch.from_numpy(power_law_probs(4, 0.5))
     assert kl_divergence(p, q).item() == pytest.approx(forward, abs=1e-12)
     assert kl_divergence(q, p).item() == pytest.approx(reverse, abs=1e-12)
 
@@ -208,7 +210,7 @@ def test_prior_module_or_config():
     anchors, targets, prototypes = _inputs()
     from_cfg = pmsn_head(prototypes,
                          prior=dict(type='PowerLawPrior', tau=0.25))
-    built = pmsn_head(prototypes, prior=PowerLawPrior(0.25))
+    built = pmsn_head(prototypes, prior=PowerLawPrior(5, 0.25))
     assert isinstance(PMSNHead(5, 8).prior, UniformPrior)
     torch.testing.assert_close(
         from_cfg.loss(anchors, targets)['loss_prior'],
@@ -237,12 +239,11 @@ def test_sharpen_equals_official_and_sharpen_temperature():
     torch.testing.assert_close(head.loss(anchors, targets)['loss_ce'], ce)
 
 
-def test_prior_length_mismatch_raises_in_forward():
+def test_prior_length_mismatch_raises_when_built():
     anchors, targets, prototypes = _inputs(num_protos=5)
-    head = pmsn_head(prototypes, prior=dict(type='ClassPrior',
-                                            counts=[1, 2, 3]))
-    with pytest.raises(ValueError, match='num_prototypes=5'):
-        head.loss(anchors, targets)
+    with pytest.raises(ValueError, match='ClassPrior counts has length 3, '
+                       'but must have length num_prototypes=5'):
+        pmsn_head(prototypes, prior=dict(type='ClassPrior', counts=[1, 2, 3]))
 
 
 def test_half_precision_inputs_are_upcast():
@@ -314,13 +315,16 @@ def test_inputs_must_be_2d():
 def test_loss_checks_probability_shapes():
     log_probs = torch.randn(6, 5).log_softmax(dim=1)
     targets = torch.randn(3, 5).softmax(dim=1)
-    prior = UniformPrior()
+    prior = torch.full((5, ), 0.2)
     with pytest.raises(ValueError, match=r'must be 2-D.*\(1, 6, 5\)'):
         PMSNLoss()(log_probs[None], targets, prior)
     with pytest.raises(ValueError, match=r'positive multiple.*\(4, 5\)'):
         PMSNLoss()(log_probs, targets[:1].repeat(4, 1), prior)
     with pytest.raises(ValueError, match=r'same number of prototypes K'):
         PMSNLoss()(log_probs, targets[:, :4], prior)
+    with pytest.raises(ValueError, match=r'prior_probs must have shape '
+                       r'\(K,\) = \(5,\), got \(4,\)'):
+        PMSNLoss()(log_probs, targets, prior[:4])
 
 
 # --- Sinkhorn towards the prior, priors learned from usage ---------------
@@ -354,7 +358,7 @@ def _targets_and_ce(anchors, targets, prototypes, num_views, codes_fn):
 @pytest.mark.parametrize('num_iters', [3, 300])
 def test_sinkhorn_uses_the_power_law_prior(num_iters):
     anchors, targets, prototypes = _inputs(batch_size=10, num_views=2)
-    prior = PowerLawPrior(0.8)(5, torch.float64)
+    prior = torch.from_numpy(power_law_probs(5, 0.8))
     head = pmsn_head(prototypes, use_sinkhorn=True,
                      sinkhorn_iterations=num_iters,
                      prior=dict(type='PowerLawPrior', tau=0.8))
@@ -383,8 +387,7 @@ def test_uniform_prior_sinkhorn_is_bitwise_msn_sinkhorn(prior):
     bit for bit the computation before priors reached Sinkhorn."""
     anchors, targets, prototypes = _inputs(num_views=2, dtype=torch.float32)
     head = pmsn_head(prototypes, use_sinkhorn=True, prior=prior)
-    assert head.prior.sinkhorn_marginal(head.prior_probs(
-        torch.device('cpu'), torch.float32)) is None
+    assert head.prior.is_uniform and head.prior.sinkhorn_marginal() is None
     out = head.loss(anchors, targets)
     codes = distributed_sinkhorn(
         sharpen(prototype_log_probabilities(targets, prototypes, 0.1).exp(),
@@ -400,11 +403,11 @@ def test_adaptive_prior_learns_from_pre_sinkhorn_target_usage():
         prototypes,
         use_sinkhorn=True,
         prior_weight=2.0,
-        prior=dict(type='AdaptivePowerLawPrior', num_prototypes=5,
+        prior=dict(type='AdaptivePowerLawPrior',
                    tau_init=0.4, momentum=0.5))
     sharp, _, _ = _targets_and_ce(anchors, targets, prototypes, 2,
                                   lambda q: q)
-    prior_before = PowerLawPrior(0.4)(5, torch.float64)
+    prior_before = torch.from_numpy(power_law_probs(5, 0.4))
     # eval mode: the prior is used, not updated
     head.eval()
     out = head.loss(anchors, targets)
@@ -429,26 +432,16 @@ def test_adaptive_prior_learns_from_pre_sinkhorn_target_usage():
     assert out['prior_tau'].item() == pytest.approx(
         min(max(-slope, 0.0), 1.0), abs=1e-10)
     assert not out['prior_tau'].requires_grad
-    # the next step uses the updated prior, uncached
-    prior_now = head.prior_probs(torch.device('cpu'), torch.float64)
+    # the next step uses the updated prior
     torch.testing.assert_close(
-        prior_now, PowerLawPrior(out['prior_tau'].item())(5, torch.float64))
-
-
-def test_adaptive_prior_needs_matching_num_prototypes():
-    anchors, targets, prototypes = _inputs(num_protos=5)
-    head = pmsn_head(prototypes, prior=dict(type='AdaptivePowerLawPrior',
-                                            num_prototypes=6))
-    with pytest.raises(ValueError, match='num_prototypes=6 but is asked for '
-                       '5 prototypes'):
-        head.loss(anchors, targets)
+        head.prior.probs,
+        torch.from_numpy(power_law_probs(5, out['prior_tau'].item())))
 
 
 def test_adaptive_prior_can_learn_from_anchor_usage():
     anchors, targets, prototypes = _inputs(batch_size=8, num_views=2)
     head = pmsn_head(prototypes, prior_usage='anchors',
-                     prior=dict(type='AdaptivePowerLawPrior',
-                                num_prototypes=5, momentum=0.0))
+                     prior=dict(type='AdaptivePowerLawPrior', momentum=0.0))
     out = head.loss(anchors, targets)
     probs = F.softmax(
         F.normalize(anchors) @ F.normalize(prototypes).T / 0.1, dim=1)

@@ -1,14 +1,15 @@
 """Prior-aware losses on 2 gloo ranks equal 1 process on the whole batch:
 PMSNLoss with Sinkhorn towards a power law, PMSNLoss and PSwAVLoss with an
 AdaptivePowerLawPrior (same estimate on every rank), PSwAVLoss with a power
-law."""
+law. The losses run through their heads (PMSNHead, PSwAVHead), which own the
+prototypes and the prior."""
 import os
 
 import torch
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 
-from pmsn_mm.models.losses import PSwAVLoss
+from pmsn_mm.models.heads import PSwAVHead
 from tests._dist import free_port, gloo_group, view_major_rows
 from tests._pmsn import pmsn_head, set_prototypes
 
@@ -16,8 +17,8 @@ WORLD_SIZE = 2
 LOCAL_BATCH = 4
 NUM_VIEWS = 2  # PMSN anchor views; PSwAV crops
 DIM, NUM_PROTOS = 6, 8
-ADAPTIVE = dict(type='AdaptivePowerLawPrior', num_prototypes=NUM_PROTOS,
-                tau_init=0.2, momentum=0.5)
+# K is the head's (given to the prior as default_args)
+ADAPTIVE = dict(type='AdaptivePowerLawPrior', tau_init=0.2, momentum=0.5)
 PMSN_CONFIGS = [
     dict(use_sinkhorn=True, sinkhorn_iterations=5,
          prior=dict(type='PowerLawPrior', tau=0.7)),
@@ -63,17 +64,20 @@ def _run_pmsn(anchors, targets, prototypes, cfg):
 
 
 def _run_pswav(x, prototypes, cfg):
-    loss = PSwAVLoss(feat_dim=DIM, num_prototypes=NUM_PROTOS,
-                     num_crops=[NUM_VIEWS], **cfg).double()
-    loss.prototypes.weight.data.copy_(prototypes)
+    head = PSwAVHead(
+        NUM_PROTOS,
+        DIM,
+        loss=dict(type='PSwAVLoss', num_crops=[NUM_VIEWS]),
+        **cfg).double()
+    head.prototypes.data.copy_(prototypes)
     outs, grads = [], []
     for _ in range(STEPS):
-        loss.prototypes.weight.grad = None
-        out = loss(x)
+        head.prototypes.grad = None
+        out = head.loss(x)
         out['loss_swav'].backward()
         outs.append({k: v.detach() for k, v in out.items()})
-        grads.append(loss.prototypes.weight.grad.clone())
-    return outs, grads, loss.prior.state_dict()
+        grads.append(head.prototypes.grad.clone())
+    return outs, grads, head.prior.state_dict()
 
 
 def _worker(rank, port, out_dir):
@@ -131,3 +135,6 @@ def test_two_ranks_equal_one_process(tmp_path):
         _compare([r['pswav'][i] for r in ranks], whole, ('loss_swav', ))
         if cfg['prior'] is ADAPTIVE:
             assert whole[2]['num_updates'].item() == STEPS
+            assert whole[0][-1]['prior_tau'].item() != 0.2
+        else:  # a fixed prior is not checkpointed
+            assert not whole[2]

@@ -1,3 +1,6 @@
+"""PSwAVLoss (stateless: prototypes and prior probabilities are passed in)
+and the PSwAVHead that owns them, against SwAV's formula and mmpretrain's
+SwAVLoss."""
 import math
 
 import numpy as np
@@ -7,8 +10,10 @@ import torch.nn.functional as F
 from mmpretrain.models.losses import SwAVLoss
 from mmpretrain.registry import MODELS
 
-from pmsn_mm.models.losses import PSwAVLoss, kl_divergence
+from pmsn_mm.models.heads import PSwAVHead
+from pmsn_mm.models.losses import PSwAVLoss
 from pmsn_mm.models.priors import PowerLawPrior
+from pmsn_mm.models.utils import kl_divergence
 
 
 def restated_pswav_loss(x, weight, prior, num_crops, crops_for_assign,
@@ -48,13 +53,21 @@ def _inputs(bs=6, total=3, dim=8, num_protos=5, seed=0):
     return x, weight
 
 
-def _loss(weight, **kwargs):
-    cfg = dict(type='PSwAVLoss', feat_dim=weight.shape[1],
-               num_prototypes=weight.shape[0])
-    cfg.update(kwargs)
-    loss = MODELS.build(cfg).double()
-    loss.prototypes.weight.data.copy_(weight)
-    return loss
+def _head(weight, prior=None, **loss_kwargs):
+    """A float64 PSwAVHead whose prototypes are a copy of ``weight``."""
+    head = MODELS.build(
+        dict(
+            type='PSwAVHead',
+            num_prototypes=weight.shape[0],
+            in_channels=weight.shape[1],
+            prior=prior,
+            loss=dict(type='PSwAVLoss', **loss_kwargs))).double()
+    head.prototypes.data.copy_(weight)
+    return head
+
+
+def _power_law(num_protos, tau):
+    return PowerLawPrior(num_protos, tau).probs
 
 
 @pytest.mark.parametrize('num_crops, assign', [([2], [0, 1]),
@@ -63,24 +76,40 @@ def _loss(weight, **kwargs):
 @pytest.mark.parametrize('tau', [0.0, 0.9])
 def test_equals_restated_formula(num_crops, assign, tau):
     x, weight = _inputs(total=sum(num_crops))
-    loss = _loss(weight, num_crops=num_crops, crops_for_assign=assign,
+    head = _head(weight, num_crops=num_crops, crops_for_assign=assign,
                  prior=dict(type='PowerLawPrior', tau=tau))
-    out = loss(x)
-    ref, codes = restated_pswav_loss(x, weight, PowerLawPrior(tau)(
-        5, torch.float64), num_crops, assign)
+    out = head.loss(x)
+    ref, codes = restated_pswav_loss(x, weight, _power_law(5, tau), num_crops,
+                                     assign)
     torch.testing.assert_close(out['loss_swav'], ref, rtol=0, atol=1e-10)
     mean_code = codes.mean(dim=0)
-    torch.testing.assert_close(
-        out['codes_prior_kl'],
-        kl_divergence(mean_code, PowerLawPrior(tau)(5, torch.float64)))
+    torch.testing.assert_close(out['codes_prior_kl'],
+                               kl_divergence(mean_code, _power_law(5, tau)))
     assert out['num_prototypes_used'].item() == len(
         set(codes.argmax(dim=1).tolist()))
+    assert set(out) == {'loss_swav', 'codes_prior_kl', 'num_prototypes_used'}
+
+
+@pytest.mark.parametrize('tau', [0.0, 0.9])
+def test_head_equals_stateless_loss_call(tau):
+    """The head normalises its prototypes and passes them and the prior's
+    probabilities to the loss module, nothing else."""
+    x, weight = _inputs()
+    loss = PSwAVLoss(num_crops=[3])
+    head = _head(weight, prior=dict(type='PowerLawPrior', tau=tau),
+                 num_crops=[3])
+    out = head.loss(x)
+    direct = loss(x, F.normalize(weight, dim=1), _power_law(5, tau),
+                  prior_is_uniform=tau == 0.0)
+    assert set(direct) == set(out)
+    for key, value in direct.items():
+        torch.testing.assert_close(out[key], value, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize('use_queue', [False, True])
 def test_uniform_prior_equals_mmpretrain_swav(use_queue):
     x, weight = _inputs(bs=4, total=2)
-    ours = _loss(weight, epsilon=0.03, temperature=0.2)
+    ours = _head(weight, epsilon=0.03, temperature=0.2)
     theirs = SwAVLoss(feat_dim=8, epsilon=0.03, temperature=0.2,
                       num_prototypes=5).double()
     theirs.prototypes.weight.data.copy_(weight)
@@ -88,26 +117,63 @@ def test_uniform_prior_equals_mmpretrain_swav(use_queue):
         gen = torch.Generator().manual_seed(3)
         queue = F.normalize(
             torch.randn(2, 8, 8, generator=gen, dtype=torch.float64), dim=2)
-        ours.queue, theirs.queue = queue.clone(), queue.clone()
-    out = ours(x)
+        # SwAVHook's slot: head.loss_module.queue
+        ours.loss_module.queue, theirs.queue = queue.clone(), queue.clone()
+    out = ours.loss(x)
     torch.testing.assert_close(out['loss_swav'], theirs(x), rtol=0,
                                atol=1e-12)
+    # both normalised their prototypes in place
+    torch.testing.assert_close(ours.prototypes.data,
+                               theirs.prototypes.weight.data, rtol=0, atol=0)
     if use_queue:
-        assert ours.use_queue and theirs.use_queue
-        torch.testing.assert_close(ours.queue, theirs.queue)
+        assert ours.loss_module.use_queue and theirs.use_queue
+        torch.testing.assert_close(ours.loss_module.queue, theirs.queue)
+
+
+def test_uniform_prior_gradients_equal_mmpretrain_swav():
+    x, weight = _inputs(bs=4, total=2)
+    ours = _head(weight)
+    theirs = SwAVLoss(feat_dim=8, num_prototypes=5).double()
+    # the other way round: mmpretrain's prototypes copied into ours
+    theirs.prototypes.weight.data.copy_(weight)
+    ours.prototypes.data.copy_(theirs.prototypes.weight.data)
+    x_ours = x.clone().requires_grad_(True)
+    x_theirs = x.clone().requires_grad_(True)
+    ours.loss(x_ours)['loss_swav'].backward()
+    theirs(x_theirs).backward()
+    torch.testing.assert_close(ours.prototypes.grad,
+                               theirs.prototypes.weight.grad, rtol=0,
+                               atol=1e-12)
+    torch.testing.assert_close(x_ours.grad, x_theirs.grad, rtol=0,
+                               atol=1e-12)
+
+
+def test_prototype_init_draws_as_mmpretrain_swav():
+    """The head's prototypes are drawn as SwAVLoss's nn.Linear(D, K,
+    bias=False) default init: same distribution, same RNG draws."""
+    torch.manual_seed(7)
+    ours = PSwAVHead(num_prototypes=30, in_channels=16)
+    torch.manual_seed(7)
+    theirs = SwAVLoss(feat_dim=16, num_prototypes=30)
+    assert ours.prototypes.shape == theirs.prototypes.weight.shape
+    torch.testing.assert_close(ours.prototypes.data,
+                               theirs.prototypes.weight.data)
+    bound = math.sqrt(1 / 16)
+    assert ours.prototypes.abs().max().item() <= bound
 
 
 def test_converged_codes_have_prior_cluster_sizes():
     x, weight = _inputs(bs=20, total=2)
-    prior = PowerLawPrior(0.7)(5, torch.float64)
-    loss = _loss(weight, sinkhorn_iterations=500,
+    prior = _power_law(5, 0.7)
+    head = _head(weight, sinkhorn_iterations=500,
                  prior=dict(type='PowerLawPrior', tau=0.7))
-    codes = loss.codes(x[:20] @ F.normalize(weight, dim=1).T, prior)
+    codes = head.loss_module.codes(x[:20] @ F.normalize(weight, dim=1).T,
+                                   prior)
     torch.testing.assert_close(codes.sum(dim=1), torch.ones(20,
                                dtype=torch.float64))
     torch.testing.assert_close(codes.sum(dim=0), 20 * prior, rtol=0,
                                atol=1e-6)
-    assert loss(x)['codes_prior_kl'].item() < 1e-10
+    assert head.loss(x)['codes_prior_kl'].item() < 1e-10
 
 
 def test_codes_are_shift_invariant_and_do_not_overflow():
@@ -116,8 +182,8 @@ def test_codes_are_shift_invariant_and_do_not_overflow():
     they equal the float64 codes of the unshifted formula."""
     gen = torch.Generator().manual_seed(0)
     scores = 0.2 + 0.8 * torch.rand(6, 5, generator=gen, dtype=torch.float64)
-    prior = PowerLawPrior(0.5)(5, torch.float64)
-    loss = _loss(torch.randn(5, 8, dtype=torch.float64), epsilon=0.01)
+    prior = _power_law(5, 0.5)
+    loss = PSwAVLoss(epsilon=0.01)
     assert torch.isinf(torch.exp(scores.float() / 0.01)).any()
     codes32 = loss.codes(scores.float(), prior.float())
     assert codes32.dtype == torch.float32
@@ -133,12 +199,13 @@ def test_codes_are_shift_invariant_and_do_not_overflow():
 def test_gradients_reach_prototypes_and_embeddings():
     x, weight = _inputs()
     x.requires_grad_(True)
-    loss = _loss(weight, prior=dict(type='PowerLawPrior', tau=0.5))
-    out = loss(x)
+    head = _head(weight, num_crops=[3],
+                 prior=dict(type='PowerLawPrior', tau=0.5))
+    out = head.loss(x)
     out['loss_swav'].backward()
-    assert loss.prototypes.weight.grad is not None
-    assert torch.isfinite(loss.prototypes.weight.grad).all()
-    assert loss.prototypes.weight.grad.abs().sum() > 0
+    assert head.prototypes.grad is not None
+    assert torch.isfinite(head.prototypes.grad).all()
+    assert head.prototypes.grad.abs().sum() > 0
     assert torch.isfinite(x.grad).all() and x.grad.abs().sum() > 0
     for key, value in out.items():
         assert value.requires_grad == ('loss' in key), key
@@ -146,40 +213,57 @@ def test_gradients_reach_prototypes_and_embeddings():
 
 def test_prototypes_are_renormalised_each_step():
     x, weight = _inputs()
-    loss = _loss(3.0 * weight)
-    loss(x)
-    torch.testing.assert_close(loss.prototypes.weight.norm(dim=1),
+    head = _head(3.0 * weight, num_crops=[3])
+    head.loss(x)
+    torch.testing.assert_close(head.prototypes.norm(dim=1),
                                torch.ones(5, dtype=torch.float64))
+    # the loss itself does not touch the prototypes it is given
+    prototypes = 3.0 * weight
+    PSwAVLoss(num_crops=[3])(x, prototypes, _power_law(5, 0.5))
+    torch.testing.assert_close(prototypes, 3.0 * weight, rtol=0, atol=0)
 
 
 def test_adaptive_prior_learns_from_pre_sinkhorn_codes():
     x, weight = _inputs(bs=6, total=3)
-    loss = _loss(weight, crops_for_assign=[0, 2],
+    head = _head(weight, crops_for_assign=[0, 2],
                  num_crops=[3],
-                 prior=dict(type='AdaptivePowerLawPrior', num_prototypes=5,
-                            tau_init=0.3, momentum=0.0))
-    loss.eval()
-    loss(x)
-    assert loss.prior.num_updates.item() == 0
-    loss.train()
-    out = loss(x)
-    ref, _ = restated_pswav_loss(x, weight, PowerLawPrior(0.3)(
-        5, torch.float64), [3], [0, 2])
+                 prior=dict(type='AdaptivePowerLawPrior', tau_init=0.3,
+                            momentum=0.0))
+    head.eval()
+    out = head.loss(x)
+    assert head.prior.num_updates.item() == 0
+    assert out['prior_tau'].item() == pytest.approx(0.3)
+    head.train()
+    out = head.loss(x)
+    assert head.prior.num_updates.item() == 1
+    ref, _ = restated_pswav_loss(x, weight, _power_law(5, 0.3), [3], [0, 2])
     torch.testing.assert_close(out['loss_swav'], ref)  # used tau_init
     scores = x @ F.normalize(weight, dim=1).T
     soft = torch.cat([F.softmax(scores[:6] / 0.05, dim=1),
                       F.softmax(scores[12:] / 0.05, dim=1)])
-    torch.testing.assert_close(loss.prior.usage_ema, soft.mean(dim=0))
+    torch.testing.assert_close(head.prior.usage_ema, soft.mean(dim=0))
     slope = np.polyfit(np.log(np.arange(1, 6)),
                        np.log(np.sort(soft.mean(dim=0).numpy())[::-1]), 1)[0]
     assert out['prior_tau_fit'].item() == pytest.approx(-slope, abs=1e-10)
+    assert 'usage' not in out
+
+
+def test_return_usage_is_the_mean_pre_sinkhorn_code():
+    x, weight = _inputs(bs=6, total=3)
+    loss = PSwAVLoss(crops_for_assign=[0, 2], num_crops=[3])
+    w = F.normalize(weight, dim=1)
+    out = loss(x, w, _power_law(5, 0.3), return_usage=True)
+    scores = x @ w.T
+    soft = torch.cat([F.softmax(scores[:6] / 0.05, dim=1),
+                      F.softmax(scores[12:] / 0.05, dim=1)])
+    assert out['usage'].dtype == torch.float64
+    assert not out['usage'].requires_grad
+    torch.testing.assert_close(out['usage'], soft.mean(dim=0))
+    assert 'usage' not in loss(x, w, _power_law(5, 0.3))
 
 
 # --- validation: one test per check -------------------------------------
 @pytest.mark.parametrize('kwargs, match', [
-    (dict(feat_dim=0), 'feat_dim must be an int >= 1 but is 0'),
-    (dict(num_prototypes=[3000, 100]), r'num_prototypes must be an int >= 1 '
-     r'but is \[3000, 100\]'),
     (dict(sinkhorn_iterations=0), 'sinkhorn_iterations must be an int >= 1'),
     (dict(epsilon=0.0), r'epsilon must be in \(0, inf\) but is 0.0'),
     (dict(temperature=float('nan')), r'temperature must be in \(0, inf\)'),
@@ -192,35 +276,69 @@ def test_adaptive_prior_learns_from_pre_sinkhorn_codes():
     (dict(crops_for_assign=[]), 'crops_for_assign must be a non-empty'),
 ])
 def test_invalid_settings(kwargs, match):
-    cfg = dict(feat_dim=8, num_prototypes=5)
-    cfg.update(kwargs)
     with pytest.raises(ValueError, match='PSwAVLoss ' + match):
-        PSwAVLoss(**cfg)
+        PSwAVLoss(**kwargs)
+
+
+@pytest.mark.parametrize('kwargs', [
+    dict(feat_dim=8), dict(num_prototypes=5),
+    dict(prior=dict(type='UniformPrior'))
+])
+def test_loss_has_no_prototypes_or_prior(kwargs):
+    """They moved to PSwAVHead."""
+    with pytest.raises(TypeError, match='PSwAVLoss got unknown config '
+                       r'key\(s\)'):
+        PSwAVLoss(**kwargs)
+    assert not list(PSwAVLoss().parameters())
+    assert not PSwAVLoss().state_dict()
+
+
+@pytest.mark.parametrize('kwargs, match', [
+    (dict(in_channels=0), 'in_channels must be an int >= 1 but is 0'),
+    (dict(num_prototypes=[3000, 100]), r'num_prototypes must be an int >= 1 '
+     r'but is \[3000, 100\]'),
+])
+def test_invalid_head_settings(kwargs, match):
+    cfg = dict(in_channels=8, num_prototypes=5)
+    cfg.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        PSwAVHead(**cfg)
 
 
 def test_invalid_input_shape():
     x, weight = _inputs(bs=3, total=2)
-    loss = _loss(weight)
+    head = _head(weight)
     with pytest.raises(ValueError, match=r'input must have shape '
-                       r'\(sum\(num_crops\) \* B, feat_dim\) = \(2 \* B, 8\) '
-                       r'but has shape \(5, 8\)'):
-        loss(x[:5])
+                       r'\(sum\(num_crops\) \* B, D\) = \(2 \* B, D\) with '
+                       r"the prototypes' D, but has shape \(5, 8\) "
+                       r'\(prototypes \(5, 8\)\)'):
+        head.loss(x[:5])
     with pytest.raises(ValueError, match=r'but has shape \(6, 7\)'):
-        loss(x[:, :7])
+        head.loss(x[:, :7])
+    with pytest.raises(ValueError, match=r'but has shape \(0, 8\)'):
+        head.loss(x[:0])
+
+
+def test_invalid_prior_probs_shape():
+    x, weight = _inputs(bs=3, total=2)
+    with pytest.raises(ValueError, match=r'prior_probs must have shape '
+                       r'\(K,\) = \(5,\), got \(4,\)'):
+        PSwAVLoss()(x, weight, _power_law(4, 0.5))
 
 
 def test_prior_length_mismatch():
-    x, weight = _inputs()
-    loss = _loss(weight, num_crops=[3],
-                 prior=dict(type='ClassPrior', counts=[1, 2, 3]))
-    with pytest.raises(ValueError, match='num_prototypes=5'):
-        loss(x)
+    _, weight = _inputs()
+    # raised when the head builds its prior, before any step
+    with pytest.raises(ValueError, match='ClassPrior counts has length 3, '
+                       'but must have length num_prototypes=5'):
+        _head(weight, num_crops=[3],
+              prior=dict(type='ClassPrior', counts=[1, 2, 3]))
 
 
 def test_half_precision_scores_are_upcast():
     x, weight = _inputs()
-    loss = _loss(weight, num_crops=[3]).float()
+    head = _head(weight, num_crops=[3]).float()
     with torch.autocast('cpu', dtype=torch.bfloat16):
-        out = loss(x.float())
+        out = head.loss(x.float())
     assert out['loss_swav'].dtype == torch.float32
     assert math.isfinite(out['loss_swav'].item())

@@ -11,7 +11,7 @@ mean target = prior, deviations amplified by 1 / T.
 import pytest
 import torch
 
-from pmsn_mm.models.losses import sharpen
+from pmsn_mm.models.utils import sharpen
 from pmsn_mm.models.priors import PowerLawPrior, UniformPrior
 from pmsn_mm.models.utils import distributed_sinkhorn
 
@@ -36,7 +36,7 @@ def _deviations(eps, seed=0):
 def test_sharpening_a_power_law_gives_the_power_law_tau_over_t():
     # p_k ∝ k^-tau  =>  p_k^(1/T) ∝ k^-(tau/T): a tau 0.5 prior becomes a
     # tau 2 target, 1 / sum_k k^-2 = 0.6453 of the mass on one prototype
-    prior = PowerLawPrior(tau=0.5)(K, torch.float64)
+    prior = PowerLawPrior(K, tau=0.5).probs
     target = sharpen(prior[None], T)[0]
     torch.testing.assert_close(target, _power_law(2.0), rtol=0, atol=1e-12)
     assert abs(float(target[0]) - 0.64526) < 1e-5
@@ -46,8 +46,8 @@ def test_sharpening_a_power_law_gives_the_power_law_tau_over_t():
 @pytest.mark.parametrize('prior_type', ['uniform', 'power-law'])
 def test_sinkhorn_towards_the_prior_at_collapse(prior_type):
     """Mean target = prior and deviations amplified by exactly 1 / T."""
-    prior = (UniformPrior()(K, torch.float64) if prior_type == 'uniform' else
-             PowerLawPrior(tau=0.5)(K, torch.float64))
+    prior = (UniformPrior(K).probs if prior_type == 'uniform' else
+             PowerLawPrior(K, tau=0.5).probs)
     eps = 1e-6
     delta = _deviations(eps)
     probs = prior[None] + delta
@@ -64,7 +64,7 @@ def test_sinkhorn_towards_the_prior_at_collapse(prior_type):
 def test_sharpening_alone_pushes_every_target_to_the_head_prototype():
     """Without Sinkhorn, a power-law prior's collapsed targets are not the
     prior: the mean is the tau 2 power law, not the tau 0.5 prior."""
-    prior = PowerLawPrior(tau=0.5)(K, torch.float64)
+    prior = PowerLawPrior(K, tau=0.5).probs
     delta = _deviations(1e-6)
     targets = sharpen(prior[None] + delta, T)
     push = targets.mean(dim=0) - prior

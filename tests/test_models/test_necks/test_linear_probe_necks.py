@@ -101,9 +101,11 @@ def test_pool_2048_equals_global_average_pooling():
 @pytest.mark.parametrize('kwargs, match', [
     (dict(num_layers=0), 'num_layers must be an int >= 1'),
     (dict(num_layers=True), 'num_layers must be an int >= 1'),
-    (dict(final_norm=True), 'in_channels must be an int >= 1'),
-    (dict(final_norm=True, in_channels=0), 'in_channels must be an int >= 1'),
-    (dict(norm_eps=0.0), 'norm_eps must be > 0'),
+    (dict(final_norm=True), r'in_channels \(the token dim, needed with '
+     r'final_norm=True\) must be an int >= 1'),
+    (dict(final_norm=True, in_channels=0), r'in_channels \(the token dim, '
+     r'needed with final_norm=True\) must be an int >= 1'),
+    (dict(norm_eps=0.0), r'norm_eps must be in \(0, inf\)'),
 ])
 def test_concat_neck_validation(kwargs, match):
     with pytest.raises(ValueError, match=match):

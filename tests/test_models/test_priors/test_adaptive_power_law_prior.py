@@ -7,6 +7,7 @@ import torch
 from mmpretrain.registry import MODELS
 
 import pmsn_mm.models.priors.adaptive_power_law as adaptive_module
+from pmsn_mm.models.heads import build_prior
 from pmsn_mm.models.priors import (AdaptivePowerLawPrior, PowerLawPrior,
                                    UniformPrior, fit_power_law_exponent)
 
@@ -66,8 +67,8 @@ def test_fitted_tau_within_0_05_of_the_drawn_power_law(num_protos, tau, batch):
     assert prior.num_updates.item() == 800
     # the prior is the power law with the fitted tau, by prototype index
     torch.testing.assert_close(
-        prior(num_protos, torch.float64),
-        PowerLawPrior(prior.tau.item())(num_protos, torch.float64),
+        prior.probs,
+        PowerLawPrior(num_protos, prior.tau.item()).probs,
         rtol=0, atol=1e-15)
 
 
@@ -85,8 +86,9 @@ def test_sort_before_ema_is_unbiased_only_with_large_batches():
 
 def test_ema_closed_form_and_first_step():
     prior = AdaptivePowerLawPrior(4, tau_init=0.3, momentum=0.9)
-    torch.testing.assert_close(prior(4, torch.float64),
+    torch.testing.assert_close(prior.probs,
                                _power_law(4, 0.3), rtol=0, atol=1e-15)
+    probs, probs_before = prior.probs, prior.probs.clone()
     u1 = torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=torch.float64)
     u2 = torch.tensor([0.4, 0.3, 0.2, 0.1], dtype=torch.float64)
     prior.update_usage(u1)
@@ -96,6 +98,14 @@ def test_ema_closed_form_and_first_step():
     slope = np.polyfit(np.log([1, 2, 3, 4]),
                        np.log(np.sort(expected.numpy())[::-1]), 1)[0]
     assert prior.tau_fit.item() == pytest.approx(-slope, abs=1e-12)
+    # probs is recomputed from the new tau; the tensor handed out before
+    # the update is not changed (a loss may have saved it for backward)
+    assert torch.equal(probs, probs_before)
+    assert 'probs' in dict(prior.named_buffers())
+    assert 'probs' not in prior.state_dict()
+    torch.testing.assert_close(prior.probs,
+                               _power_law(4, prior.tau.item()), rtol=0,
+                               atol=1e-15)
     assert prior.statistics() == dict(
         prior_tau=prior.tau, prior_tau_fit=prior.tau_fit)
 
@@ -160,30 +170,39 @@ def test_state_survives_save_and_resume():
     assert resumed.tau.item() == 0.0
     resumed.load_state_dict(saved)
     assert resumed.tau.item() == first.tau.item() != 0.0
+    # probs is not saved: it is recomputed from the restored tau
+    assert torch.equal(resumed.probs, first.probs)
+    assert not torch.equal(resumed.probs, _power_law(8, 0.0))
     for u in usages[30:]:
         straight.update_usage(u)
         resumed.update_usage(u)
     for name, value in straight.state_dict().items():
         assert torch.equal(resumed.state_dict()[name], value), name
+    assert torch.equal(resumed.probs, straight.probs)
     assert resumed.num_updates.item() == 60
 
 
-def test_forward_on_device_and_dtype():
+def test_probs_buffer_dtype_and_sinkhorn_marginal():
     prior = AdaptivePowerLawPrior(5, tau_init=0.5)
-    out = prior(5, torch.float32, torch.device('cpu'))
-    assert out.dtype == torch.float32 and out.device.type == 'cpu'
-    torch.testing.assert_close(out, _power_law(5, 0.5).float())
-    # weights() (the BasePrior API) agrees
-    w = prior.weights(5)
-    np.testing.assert_allclose(w / w.sum(), _power_law(5, 0.5).numpy())
+    assert prior.probs.dtype == torch.float64
+    assert prior.probs.device.type == 'cpu'
+    torch.testing.assert_close(prior.probs, _power_law(5, 0.5), rtol=0,
+                               atol=1e-15)
+    # a learned prior is always passed to Sinkhorn, even when flat
+    assert not prior.is_uniform
+    assert prior.sinkhorn_marginal() is prior.probs
+    flat = AdaptivePowerLawPrior(5)
+    torch.testing.assert_close(flat.probs, UniformPrior(5).probs)
+    assert not flat.is_uniform and flat.sinkhorn_marginal() is flat.probs
 
 
 def test_fixed_priors_do_not_learn():
     assert not UniformPrior.learns_from_usage
     assert AdaptivePowerLawPrior.learns_from_usage
-    assert UniformPrior().statistics() == {}
+    assert not PowerLawPrior.learns_from_usage
+    assert UniformPrior(3).statistics() == {}
     with pytest.raises(NotImplementedError, match='UniformPrior is a fixed'):
-        UniformPrior().update_usage(torch.ones(3))
+        UniformPrior(3).update_usage(torch.ones(3))
 
 
 # --------------------------------------------------------------- validation
@@ -191,16 +210,23 @@ def test_fixed_priors_do_not_learn():
     (dict(num_prototypes=1), 'num_prototypes must be an int >= 2 but is 1'),
     (dict(num_prototypes=4.0), 'num_prototypes must be an int >= 2'),
     (dict(num_prototypes=True), 'num_prototypes must be an int >= 2'),
-    (dict(tau_max=float('inf')), 'tau_max must be a finite number'),
-    (dict(tau_min=0.5, tau_max=0.2), r'needs .* tau_min=0.5 and tau_max=0.2'),
-    (dict(tau_init=float('nan')), 'tau_init must be a finite number'),
-    (dict(momentum='0.9'), 'momentum must be a finite number'),
-    (dict(tau_min=-0.1), r'needs 0 <= tau_min < tau_max, but tau_min=-0.1'),
-    (dict(tau_min=1.0, tau_max=1.0), r'needs 0 <= tau_min < tau_max, but '
-     r'tau_min=1.0 and tau_max=1.0'),
-    (dict(tau_min=2.0, tau_max=1.0), r'needs 0 <= tau_min < tau_max'),
-    (dict(tau_init=1.5), r'tau_init must be in \[tau_min, tau_max\] = '
-     r'\[0.0, 1.0\] but is 1.5'),
+    (dict(tau_max=float('inf')), r'tau_max must be in \(0, inf\) but is '
+     'inf'),
+    # tau_max must exceed tau_min
+    (dict(tau_min=0.5, tau_max=0.2), r'tau_max must be in \(0.5, inf\) but '
+     'is 0.2'),
+    (dict(tau_init=float('nan')), r'tau_init must be in \[0, 1\] but is '
+     'nan'),
+    (dict(momentum='0.9'), r"momentum must be in \[0, 1\) but is '0.9'"),
+    (dict(tau_min=-0.1), r'tau_min must be in \[0, inf\) but is -0.1'),
+    (dict(tau_min=1.0, tau_max=1.0), r'tau_max must be in \(1, inf\) but '
+     r'is 1.0'),
+    (dict(tau_min=2.0, tau_max=1.0), r'tau_max must be in \(2, inf\) but '
+     r'is 1.0'),
+    # tau_init must lie in [tau_min, tau_max]
+    (dict(tau_init=1.5), r'tau_init must be in \[0, 1\] but is 1.5'),
+    (dict(tau_min=0.2, tau_max=0.8), r'tau_init must be in \[0.2, 0.8\] but '
+     'is 0.0'),
     (dict(momentum=1.0), r'momentum must be in \[0, 1\) but is 1.0'),
     (dict(momentum=-0.1), r'momentum must be in \[0, 1\)'),
     (dict(warmup_updates=-1), 'warmup_updates must be an int >= 0 but is '
@@ -215,9 +241,11 @@ def test_invalid_settings(kwargs, match):
 
 def test_wrong_number_of_prototypes():
     prior = AdaptivePowerLawPrior(4)
-    with pytest.raises(ValueError, match='num_prototypes=4 but is asked for '
-                       '5 prototypes'):
-        prior(5)
+    # a head with another K refuses the built prior
+    with pytest.raises(ValueError, match='AdaptivePowerLawPrior has '
+                       'num_prototypes=4 but the head has num_prototypes=5'):
+        build_prior(prior, 5)
+    assert build_prior(prior, 4) is prior
     with pytest.raises(ValueError, match=r'usage must have shape \(K,\) with '
                        r'K = num_prototypes = 4, but has shape \(5,\)'):
         prior.update_usage(torch.ones(5))

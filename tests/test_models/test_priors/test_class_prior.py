@@ -5,6 +5,7 @@ from mmpretrain.registry import MODELS
 from torch.utils.data import ConcatDataset, Subset
 
 from pmsn_mm.models.priors import ClassPrior
+from pmsn_mm.utils.labels import label_counts
 
 
 class _FakeDataset:
@@ -22,24 +23,33 @@ class _FakeDataset:
 
 
 def test_class_prior_from_counts():
-    prior = MODELS.build(dict(type='ClassPrior', counts=[6, 3, 1]))
+    prior = MODELS.build(
+        dict(type='ClassPrior', counts=[6, 3, 1]),
+        default_args=dict(num_prototypes=3))
     torch.testing.assert_close(
-        prior(3, torch.float64),
-        torch.tensor([0.6, 0.3, 0.1], dtype=torch.float64))
+        prior.probs, torch.tensor([0.6, 0.3, 0.1], dtype=torch.float64))
+    assert prior.num_classes == 3 and not prior.is_uniform
+    assert not prior.state_dict()  # a function of the config
 
 
 def test_class_prior_from_dataset_instance():
     labels = [0, 2, 2, 1, 2, 0, 2]  # bincount [2, 1, 4]
-    prior = ClassPrior(dataset=_FakeDataset(labels))
+    prior = ClassPrior(3, dataset=_FakeDataset(labels))
     torch.testing.assert_close(
-        prior(3, torch.float64),
+        prior.probs,
         torch.tensor([2 / 7, 1 / 7, 4 / 7], dtype=torch.float64))
 
 
 def test_class_prior_from_dataset_config():
     # A class as ``type`` is built by mmengine's Registry.build.
-    prior = ClassPrior(dataset=dict(type=_FakeDataset, labels=[1, 1, 1, 0]))
-    torch.testing.assert_close(prior(2), torch.tensor([0.25, 0.75]))
+    prior = ClassPrior(2, dataset=dict(type=_FakeDataset, labels=[1, 1, 1, 0]))
+    torch.testing.assert_close(
+        prior.probs, torch.tensor([0.25, 0.75], dtype=torch.float64))
+
+
+def test_class_prior_equal_counts_are_uniform():
+    prior = ClassPrior(3, counts=[5, 5, 5])
+    assert prior.is_uniform and prior.sinkhorn_marginal() is None
 
 
 def test_class_prior_missing_class_is_a_zero_entry():
@@ -47,23 +57,27 @@ def test_class_prior_missing_class_is_a_zero_entry():
     dataset = _FakeDataset([0, 1, 1], classes=('a', 'b', 'c'))
     with pytest.raises(
             ValueError, match=r'class counts must be > 0.*\[2\].*infinite'):
-        ClassPrior(dataset=dataset)
+        ClassPrior(3, dataset=dataset)
 
 
 def test_class_prior_length_must_equal_num_prototypes():
-    prior = ClassPrior(counts=[1, 2, 3])
     with pytest.raises(
             ValueError,
             match='ClassPrior counts has length 3.*'
             'num_prototypes=4'):
-        prior(4)
+        ClassPrior(4, counts=[1, 2, 3])
+    with pytest.raises(
+            ValueError,
+            match='ClassPrior dataset class counts has length 2.*'
+            'num_prototypes=3'):
+        ClassPrior(3, dataset=_FakeDataset([0, 1, 1]))
 
 
 def test_class_prior_needs_exactly_one_source():
     with pytest.raises(ValueError, match='exactly one of counts and dataset'):
-        ClassPrior()
+        ClassPrior(1)
     with pytest.raises(ValueError, match='exactly one of counts and dataset'):
-        ClassPrior(counts=[1], dataset=_FakeDataset([0]))
+        ClassPrior(1, counts=[1], dataset=_FakeDataset([0]))
 
 
 @pytest.mark.parametrize('counts, match', [
@@ -74,27 +88,27 @@ def test_class_prior_needs_exactly_one_source():
 ])
 def test_class_prior_invalid_counts(counts, match):
     with pytest.raises(ValueError, match=match):
-        ClassPrior(counts=counts)
+        ClassPrior(2, counts=counts)
 
 
 def test_class_prior_dataset_without_labels_api():
     with pytest.raises(
             ValueError, match='ClassPrior dataset must have '
             'get_gt_labels'):
-        ClassPrior(dataset=object())
+        ClassPrior(1, dataset=object())
 
 
 def test_class_prior_reads_wrapped_datasets():
     # the samplers' label lookup: wrappers are unwrapped, no sample loaded
     labels = [0, 2, 2, 1]
     subset = Subset(_FakeDataset(labels), [0, 1, 2, 3, 3])  # 0 2 2 1 1
-    prior = ClassPrior(dataset=ConcatDataset([subset, _FakeDataset([0])]))
+    prior = ClassPrior(3, dataset=ConcatDataset([subset, _FakeDataset([0])]))
     torch.testing.assert_close(
-        prior(3, torch.float64),
+        prior.probs,
         torch.tensor([2 / 6, 2 / 6, 2 / 6], dtype=torch.float64))
-    prior = ClassPrior(dataset=subset)
+    prior = ClassPrior(3, dataset=subset)
     torch.testing.assert_close(
-        prior(3, torch.float64),
+        prior.probs,
         torch.tensor([1 / 5, 2 / 5, 2 / 5], dtype=torch.float64))
 
 
@@ -102,4 +116,17 @@ def test_class_prior_negative_labels():
     with pytest.raises(
             ValueError, match='ClassPrior dataset labels must be '
             'integers >= 0'):
-        ClassPrior(dataset=_FakeDataset([0, -1, 1]))
+        ClassPrior(2, dataset=_FakeDataset([0, -1, 1]))
+
+
+def test_label_counts():
+    # moved to pmsn_mm.utils.labels (shared with the samplers)
+    np.testing.assert_array_equal(
+        label_counts(_FakeDataset([0, 2, 2])), [1, 0, 2])
+    np.testing.assert_array_equal(
+        label_counts(_FakeDataset([0, 0], classes=('a', 'b', 'c'))),
+        [2, 0, 0])
+    with pytest.raises(ValueError, match='dataset has no labels'):
+        label_counts(_FakeDataset([]))
+    with pytest.raises(ValueError, match='my data must have get_gt_labels'):
+        label_counts(object(), 'my data')

@@ -17,8 +17,11 @@ EXPECTED = torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=torch.float64)
 def test_file_prior_npy(tmp_path):
     path = tmp_path / 'prior.npy'
     np.save(path, np.array([1.0, 2.0, 3.0, 4.0]))
-    prior = MODELS.build(dict(type='FilePrior', path=str(path)))
-    torch.testing.assert_close(prior(4, torch.float64), EXPECTED)
+    prior = MODELS.build(
+        dict(type='FilePrior', path=str(path)),
+        default_args=dict(num_prototypes=4))
+    torch.testing.assert_close(prior.probs, EXPECTED)
+    assert prior.path == str(path) and not prior.state_dict()
 
 
 @pytest.mark.parametrize('content', [
@@ -33,13 +36,13 @@ def test_file_prior_npy(tmp_path):
 def test_file_prior_json(tmp_path, content):
     path = tmp_path / 'prior.json'
     path.write_text(json.dumps(content))
-    torch.testing.assert_close(FilePrior(path)(4, torch.float64), EXPECTED)
+    torch.testing.assert_close(FilePrior(4, path).probs, EXPECTED)
 
 
 def test_file_prior_txt(tmp_path):
     path = tmp_path / 'prior.txt'
     path.write_text('1 2\n3\n\n  4\n')
-    torch.testing.assert_close(FilePrior(path)(4, torch.float64), EXPECTED)
+    torch.testing.assert_close(FilePrior(4, path).probs, EXPECTED)
 
 
 def test_file_prior_unknown_extension(tmp_path):
@@ -49,33 +52,33 @@ def test_file_prior_unknown_extension(tmp_path):
             ValueError,
             match=r"FilePrior path must end with one of "
             r"\('.npy', '.json', '.txt'\)"):
-        FilePrior(path)
+        FilePrior(2, path)
 
 
 def test_file_prior_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match='missing.npy'):
-        FilePrior(tmp_path / 'missing.npy')
+        FilePrior(4, tmp_path / 'missing.npy')
 
 
 def test_file_prior_length_must_equal_num_prototypes(tmp_path):
     path = tmp_path / 'prior.txt'
     path.write_text('1 2 3')
     with pytest.raises(ValueError, match='length 3.*num_prototypes=5'):
-        FilePrior(path)(5)
+        FilePrior(5, path)
 
 
 def test_file_prior_zero_entry(tmp_path):
     path = tmp_path / 'prior.txt'
     path.write_text('1 0 3')
     with pytest.raises(ValueError, match=r'must be > 0.*\[1\].*infinite'):
-        FilePrior(path)
+        FilePrior(3, path)
 
 
 def test_file_prior_non_numeric_txt(tmp_path):
     path = tmp_path / 'prior.txt'
     path.write_text('1 two 3')
     with pytest.raises(ValueError, match='must hold numbers separated by'):
-        FilePrior(path)
+        FilePrior(3, path)
 
 
 def test_file_prior_json_without_key(tmp_path):
@@ -84,14 +87,14 @@ def test_file_prior_json_without_key(tmp_path):
     with pytest.raises(
             ValueError, match='exactly one of the keys "prior" '
             'and "counts"'):
-        FilePrior(path)
+        FilePrior(3, path)
 
 
 def test_file_prior_json_not_a_list(tmp_path):
     path = tmp_path / 'prior.json'
     path.write_text(json.dumps('1 2 3'))
     with pytest.raises(ValueError, match='must hold a list of numbers'):
-        FilePrior(path)
+        FilePrior(3, path)
 
 
 def _npy_bytes():
@@ -125,7 +128,7 @@ def test_corrupt_file_names_path_and_format(tmp_path, name, content, message):
     path = tmp_path / name
     path.write_bytes(content)
     with pytest.raises(ValueError, match=message):
-        FilePrior(path)
+        FilePrior(3, path)
 
 
 def test_object_npy_is_refused_without_unpickling(tmp_path):
@@ -134,7 +137,7 @@ def test_object_npy_is_refused_without_unpickling(tmp_path):
     with pytest.raises(ValueError,
                        match=r'not a readable \.npy file .*Object arrays '
                        'cannot be loaded when allow_pickle=False'):
-        FilePrior(path)
+        FilePrior(3, path)
 
 
 def test_corrupt_file_through_train_py(tmp_path):

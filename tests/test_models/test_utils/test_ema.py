@@ -82,11 +82,13 @@ def test_schedule_without_max_iters_is_a_clear_error():
 @pytest.mark.parametrize('kwargs, match', [
     (dict(momentum=0.0), r'momentum must be in \(0, 1\)'),
     (dict(momentum=1.0), r'momentum must be in \(0, 1\)'),
+    (dict(momentum=1.0), "mmengine convention: .* MSN's target momentum m "
+     'is 1 - momentum'),
     (dict(end_momentum=1.0), r'end_momentum must be in \[0, 1\)'),
     (dict(end_momentum=-0.1), r'end_momentum must be in \[0, 1\)'),
     (dict(schedule_scale=0), r'schedule_scale must be in \(0, inf\)'),
     (dict(schedule_scale=float('nan')), 'schedule_scale'),
-    (dict(max_iters=0), 'max_iters must be None or an int >= 1'),
+    (dict(max_iters=0), 'max_iters must be an int >= 1'),
 ])
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):

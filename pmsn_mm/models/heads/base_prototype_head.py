@@ -1,0 +1,128 @@
+"""What PMSN's and PSwAV's heads share: learnable prototypes and the cluster
+prior they are matched to."""
+import math
+from typing import Dict, Optional, Union
+
+import torch
+from mmengine.model import BaseModule
+from mmpretrain.registry import MODELS
+from torch import Tensor, nn
+
+from ...utils.validation import check_int
+from ..priors import BasePrior
+
+
+def build_prior(prior: Optional[Union[dict, BasePrior]],
+                num_prototypes: int) -> BasePrior:
+    """Build a prior config for ``num_prototypes`` prototypes, or check a
+    built prior's.
+
+    K is configured once, on the head: the prior receives it as
+    ``default_args``; a prior config or module with another K is an error.
+
+    Args:
+        prior: Config (``dict(type='PowerLawPrior', tau=0.5)``), a built
+            ``BasePrior`` or None (``UniformPrior``).
+        num_prototypes: The head's K.
+
+    Returns:
+        The prior.
+    """
+    if prior is None:
+        prior = dict(type='UniformPrior')
+    if isinstance(prior, dict):
+        given = prior.get('num_prototypes', num_prototypes)
+        if given != num_prototypes:
+            raise ValueError(
+                f'prior num_prototypes={given!r} differs from the head\'s '
+                f'num_prototypes={num_prototypes}: K is set once, on the '
+                'head; remove num_prototypes from the prior config.')
+        prior = MODELS.build(
+            prior, default_args=dict(num_prototypes=num_prototypes))
+    if not isinstance(prior, BasePrior):
+        raise TypeError('prior must be a BasePrior config or module, but is '
+                        f'{type(prior).__name__}.')
+    if prior.num_prototypes != num_prototypes:
+        raise ValueError(
+            f'{type(prior).__name__} has num_prototypes='
+            f'{prior.num_prototypes} but the head has num_prototypes='
+            f'{num_prototypes}.')
+    return prior
+
+
+class BasePrototypeHead(BaseModule):
+    """Learnable prototypes ``(K, D)``, the cluster prior over them and the
+    loss that uses both (PMSN: ``PMSNHead``; PSwAV: ``PSwAVHead``).
+
+    The head owns all state: the prototypes (initialised uniformly in
+    ``±sqrt(1 / D)`` from the global torch RNG in ``__init__``, as official
+    MSN, and as ``nn.Linear``'s default in SwAV) and the prior (built here
+    with the head's K). The loss is a function of tensors: it gets the
+    prior's probabilities, returns the loss terms and statistics and, when
+    asked, the step's global cluster usage, from which the head updates a
+    learned prior (``learns_from_usage``) after the step's loss.
+
+    Prototypes should get no weight decay, as in MSN::
+
+        optim_wrapper = dict(
+            ...,
+            paramwise_cfg=dict(
+                custom_keys={'prototypes': dict(decay_mult=0.0)}))
+
+    Args:
+        num_prototypes: Number of prototypes K, >= 1.
+        in_channels: Embedding dim D, >= 1.
+        prior: Config of a prior (``UniformPrior``, ``PowerLawPrior``,
+            ``ClassPrior``, ``FilePrior``, ``AdaptivePowerLawPrior``; its
+            ``num_prototypes`` is the head's) or a built ``BasePrior``.
+            None is ``UniformPrior``.
+        loss: Config of the loss or a built module; None is the class's
+            :attr:`default_loss`.
+        init_cfg: mmengine init config. Defaults to None.
+    """
+
+    #: The loss config used when ``loss`` is None.
+    default_loss: dict = {}
+
+    def __init__(self,
+                 num_prototypes: int,
+                 in_channels: int,
+                 prior: Optional[Union[dict, BasePrior]] = None,
+                 loss: Optional[Union[dict, nn.Module]] = None,
+                 init_cfg: Optional[dict] = None) -> None:
+        super().__init__(init_cfg=init_cfg)
+        self.num_prototypes = check_int('num_prototypes', num_prototypes, 1)
+        self.in_channels = check_int('in_channels', in_channels, 1)
+        self.prior = build_prior(prior, self.num_prototypes)
+        if loss is None:
+            loss = dict(self.default_loss)
+        self.loss_module = MODELS.build(loss) if isinstance(loss,
+                                                            dict) else loss
+        self.prototypes = nn.Parameter(
+            torch.empty(self.num_prototypes, self.in_channels))
+        bound = math.sqrt(1.0 / self.in_channels)
+        nn.init.uniform_(self.prototypes, -bound, bound)
+
+    def learn_prior(self, usage: Optional[Tensor]) -> Dict[str, Tensor]:
+        """Update a learned prior with a step's usage; return its statistics.
+
+        Args:
+            usage: Tensor of shape (K,), global cluster usage of the step
+                (returned by the loss when asked), or None (no update).
+
+        Returns:
+            The prior's statistics (e.g. ``prior_tau``), detached.
+        """
+        if usage is not None:
+            self.prior.update_usage(usage)
+        return {k: v.detach() for k, v in self.prior.statistics().items()}
+
+    @property
+    def learns_prior_now(self) -> bool:
+        """Whether this step's usage updates the prior (a learned prior, in
+        training mode)."""
+        return self.prior.learns_from_usage and self.training
+
+    def extra_repr(self) -> str:
+        return (f'num_prototypes={self.num_prototypes}, '
+                f'in_channels={self.in_channels}')

@@ -1,0 +1,76 @@
+"""Prototype head of PSwAV: prototypes, the cluster prior and SwAV's loss."""
+from typing import Dict, Optional, Union
+
+import torch
+import torch.nn.functional as F
+from mmpretrain.registry import MODELS
+from torch import Tensor, nn
+
+from .base_prototype_head import BasePrototypeHead
+
+
+@MODELS.register_module()
+class PSwAVHead(BasePrototypeHead):
+    """SwAV's head with the prototypes and the cluster prior it owns
+    (paper §3, eq. (swav) with ``P 1_N = N * prior``).
+
+    Where mmpretrain's ``SwAVHead`` only calls ``SwAVLoss`` (which holds the
+    prototypes), this head owns the prototypes (``head.prototypes``, shape
+    (K, D), as ``PMSNHead``) and the prior (``head.prior``), L2-normalises
+    the prototypes before every step (as SwAV) and calls the stateless
+    :class:`~pmsn_mm.models.losses.PSwAVLoss` with them; a learned prior is
+    updated from the usage the loss returns. SwAVHook keeps working: it
+    freezes parameters whose name contains ``prototypes`` and stores its
+    queue at ``head.loss_module.queue``.
+
+    Args:
+        num_prototypes: Number of prototypes K, >= 1. Defaults to 3000.
+        in_channels: Embedding dim D (``SwAVNeck`` out_channels), >= 1.
+            Defaults to 128.
+        prior: Config of a prior or a built ``BasePrior``. Defaults to
+            ``dict(type='UniformPrior')`` (SwAV).
+        prior: Config of a prior or a built ``BasePrior``. Defaults to
+            ``dict(type='UniformPrior')`` (SwAV).
+        loss: Config of the loss or a built module. Defaults to
+            ``dict(type='PSwAVLoss')``.
+        init_cfg: mmengine init config. Defaults to None.
+    """
+
+    default_loss = dict(type='PSwAVLoss')
+
+    def __init__(self,
+                 num_prototypes: int = 3000,
+                 in_channels: int = 128,
+                 prior: Optional[Union[dict, nn.Module]] = None,
+                 loss: Optional[Union[dict, nn.Module]] = None,
+                 init_cfg: Optional[dict] = None) -> None:
+        super().__init__(num_prototypes, in_channels, prior, loss, init_cfg)
+
+    @torch.no_grad()
+    def normalize_prototypes(self) -> None:
+        """L2-normalise the prototypes in place (SwAV, before every step)."""
+        self.prototypes.copy_(F.normalize(self.prototypes.data.clone(),
+                                          dim=1))
+
+    def loss(self, x: Tensor) -> Dict[str, Tensor]:
+        """The PSwAV loss of crop-major embeddings.
+
+        Args:
+            x: Tensor of shape (sum(num_crops) * B, D), from ``SwAVNeck``.
+
+        Returns:
+            ``loss_swav``, the loss's statistics and the learned prior's.
+        """
+        self.normalize_prototypes()
+        losses = self.loss_module(
+            x,
+            self.prototypes,
+            self.prior.probs,
+            prior_is_uniform=self.prior.is_uniform,
+            return_usage=self.learns_prior_now)
+        dtype = losses['loss_swav'].dtype
+        losses.update({
+            k: v.to(dtype)
+            for k, v in self.learn_prior(losses.pop('usage', None)).items()
+        })
+        return losses

@@ -1,0 +1,90 @@
+"""Silence two upstream notes that pmsn_mm users cannot act on, exactly.
+
+Both come from dependencies, not from pmsn_mm code or configs, and say
+nothing about the run:
+
+- mmcv-lite (the default install, see ``requirements.txt``) has no compiled
+  ops, so importing ``mmcv.cnn.bricks.transformer`` (mmpretrain does, for
+  every model) warns ``Fail to import ``MultiScaleDeformableAttention``
+  ...``, a detection op that pmsn_mm never uses.
+  :func:`filter_upstream_import_warnings` ignores exactly that
+  ``UserWarning`` of that module; ``pmsn_mm/__init__.py`` calls it before
+  anything imports mmcv.
+- mmengine 0.10 builds a ``FileClient`` "to avoid breaking backward
+  compatibility" even when the config sets no ``file_client_args`` (the
+  client is then never used): ``CheckpointHook.before_train`` and
+  ``mmengine.runner.checkpoint.save_checkpoint`` call
+  ``FileClient.infer_client(None, path)``, which logs two deprecation notes
+  (``"FileClient" will be deprecated in future...`` and ``"HardDiskBackend"
+  is the alias of "LocalBackend"...``) at the start of every training run
+  and again at every checkpoint. :class:`MMEngineFileClientNotes` drops
+  those two records only when they come from such a call
+  (``infer_client`` with ``file_client_args=None``, called by mmengine
+  itself); a config or code that does pass ``file_client_args`` keeps
+  them.
+
+Nothing else is filtered.
+"""
+import logging
+import sys
+import warnings
+
+#: The mmcv-lite import warning (regular expression, matched at the start).
+MMCV_LITE_WARNING = (r'Fail to import ``MultiScaleDeformableAttention`` '
+                     r'from ``mmcv\.ops\.multi_scale_deform_attn``')
+#: Where mmcv issues it.
+MMCV_LITE_WARNING_MODULE = r'mmcv\.cnn\.bricks\.transformer$'
+#: Starts of the two notes logged by mmengine's FileClient.
+FILE_CLIENT_NOTES = (
+    '"FileClient" will be deprecated in future.',
+    '"HardDiskBackend" is the alias of "LocalBackend" and the former will '
+    'be deprecated in future.',
+)
+
+
+def filter_upstream_import_warnings() -> None:
+    """Ignore mmcv-lite's ``MultiScaleDeformableAttention`` import warning
+    (message, ``UserWarning`` and module all match; idempotent)."""
+    warnings.filterwarnings(
+        'ignore',
+        message=MMCV_LITE_WARNING,
+        category=UserWarning,
+        module=MMCV_LITE_WARNING_MODULE)
+
+
+def _from_mmengine_compatibility_client() -> bool:
+    """Whether mmengine's own ``FileClient.infer_client(None, ...)`` call
+    is on the stack (see the module docstring)."""
+    from mmengine.fileio import FileClient
+    code = FileClient.infer_client.__func__.__code__
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is code:
+            caller = frame.f_back
+            return (frame.f_locals.get('file_client_args') is None
+                    and caller is not None and caller.f_globals.get(
+                        '__name__', '').startswith('mmengine.'))
+        frame = frame.f_back
+    return False
+
+
+class MMEngineFileClientNotes(logging.Filter):
+    """Logging filter: drop mmengine's two ``FileClient`` deprecation notes
+    (:data:`FILE_CLIENT_NOTES`) when mmengine's own unused compatibility
+    client logs them; pass every other record.
+
+    Add it to the runner's logger: ``runner.logger.addFilter(
+    MMEngineFileClientNotes())`` (``tools/train.py`` does).
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """False for the two notes of mmengine's compatibility client.
+
+        Args:
+            record: A log record.
+        """
+        if record.levelno != logging.WARNING:
+            return True
+        if not record.getMessage().startswith(FILE_CLIENT_NOTES):
+            return True
+        return not _from_mmengine_compatibility_client()

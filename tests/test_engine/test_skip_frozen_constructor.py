@@ -1,0 +1,138 @@
+"""SkipFrozenOptimWrapperConstructor: the default constructor's param groups
+without one warning per frozen parameter; every config with an EMA target
+uses it."""
+import copy
+import logging
+import os.path as osp
+from contextlib import contextmanager
+from typing import Iterator, List
+
+import pytest
+import torch.nn as nn
+from mmengine.config import Config
+from mmengine.logging import MMLogger
+from mmengine.optim import DefaultOptimWrapperConstructor, build_optim_wrapper
+from mmengine.registry import init_default_scope
+
+from mmpretrain.registry import MODELS
+from pmsn_mm.engine.optimizers import SkipFrozenOptimWrapperConstructor
+from tests._config_runs import RUNNABLE, config_id
+from tests._configs import CONFIGS
+
+TOY = osp.join(CONFIGS, 'pmsn',
+               'pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py')
+#: Algorithms whose target encoder is a frozen EMA copy.
+EMA_MODELS = ('PMSN', 'Data2VecVision')
+PARAMWISE = dict(
+    norm_decay_mult=0.0,
+    bias_decay_mult=0.0,
+    custom_keys={'proto': dict(decay_mult=0.0, lr_mult=0.5)})
+
+
+class _Student(nn.Module):
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 8)
+        self.norm = nn.LayerNorm(8)
+        self.conv = nn.Conv2d(2, 2, 3, groups=2)
+
+
+class _WithTarget(nn.Module):
+    """Online encoder, a fully frozen copy, and a module with one frozen
+    parameter next to trainable ones."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.online = _Student()
+        self.target = copy.deepcopy(self.online).requires_grad_(False)
+        self.head = nn.Linear(8, 3)
+        self.head.bias.requires_grad_(False)
+        self.proto = nn.Parameter(nn.init.normal_(nn.Linear(3, 5).weight))
+
+
+@contextmanager
+def _records() -> Iterator[List[logging.LogRecord]]:
+    """Every record the current mmengine logger handles meanwhile."""
+    logger = MMLogger.get_current_instance()
+    records: List[logging.LogRecord] = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = records.append
+    logger.addHandler(handler)
+    try:
+        yield records
+    finally:
+        logger.removeHandler(handler)
+
+
+def _groups(wrapper):
+    """Param groups by parameter identity, with every other setting."""
+    return [(tuple(id(p) for p in group['params']),
+             {k: v for k, v in group.items() if k != 'params'})
+            for group in wrapper.optimizer.param_groups]
+
+
+def _build(constructor, model, paramwise_cfg=PARAMWISE):
+    cfg = dict(type='OptimWrapper',
+               optimizer=dict(type='AdamW', lr=1e-3, weight_decay=0.05))
+    return constructor(cfg, paramwise_cfg)(model)
+
+
+def test_same_param_groups_as_the_default_constructor():
+    model = _WithTarget()
+    expected = _groups(_build(DefaultOptimWrapperConstructor, model))
+    with _records() as records:
+        got = _groups(_build(SkipFrozenOptimWrapperConstructor, model))
+    assert got == expected
+    trainable = {id(p) for p in model.parameters() if p.requires_grad}
+    assert {i for ids, _ in got for i in ids} == trainable
+    messages = [r.getMessage() for r in records]
+    # the fully frozen target: one line, no per-parameter warning
+    assert 'target: 6 frozen parameters (requires_grad=False) left out of ' \
+        'the optimizer' in messages
+    assert not any(m.startswith('target.') for m in messages)
+    # a frozen parameter beside trainable ones: mmengine's own warning
+    warnings = [m for m in messages if 'requires_grad=False' in m
+                and 'left out' not in m]
+    assert warnings == ['head.bias is skipped since its requires_grad=False']
+
+
+def test_without_paramwise_cfg_it_is_the_default_constructor():
+    model = _WithTarget()
+    expected = _groups(_build(DefaultOptimWrapperConstructor, model, None))
+    got = _groups(_build(SkipFrozenOptimWrapperConstructor, model, None))
+    assert got == expected
+    assert len(got[0][0]) == len(list(model.parameters()))
+
+
+def test_toy_job_optimizer_logs_no_frozen_parameter_warning():
+    cfg = Config.fromfile(TOY)
+    init_default_scope('mmpretrain')
+    model = MODELS.build(cfg.model)
+    frozen = [n for n, p in model.named_parameters() if not p.requires_grad]
+    assert frozen and all(n.startswith('target_net.') for n in frozen)
+    with _records() as records:
+        wrapper = build_optim_wrapper(model, copy.deepcopy(cfg.optim_wrapper))
+    default_cfg = copy.deepcopy(cfg.optim_wrapper)
+    default_cfg.pop('constructor')
+    expected = build_optim_wrapper(model, default_cfg)
+    assert _groups(wrapper) == _groups(expected)
+    assert not [r for r in records if r.levelno >= logging.WARNING]
+    assert [r.getMessage() for r in records
+            if 'requires_grad' in r.getMessage()] == [
+                f'target_net: {len(frozen)} frozen parameters '
+                '(requires_grad=False) left out of the optimizer'
+            ]
+
+
+@pytest.mark.parametrize('path', [
+    p for p in RUNNABLE
+    if osp.basename(osp.dirname(p)) in ('pmsn', 'data2vec', 'cpu_study',
+                                         'class_stratified')
+], ids=config_id)
+def test_configs_with_an_ema_target_use_it(path):
+    cfg = Config.fromfile(path)
+    if cfg.model.get('type') not in EMA_MODELS:
+        pytest.skip('no EMA target')
+    assert cfg.optim_wrapper.constructor == \
+        'SkipFrozenOptimWrapperConstructor'
