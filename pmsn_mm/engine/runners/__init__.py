@@ -1,4 +1,4 @@
 """Loops (registered in mmpretrain's ``LOOPS``)."""
-from .feature_loops import FeatureTestLoop, FeatureValLoop, feature_iter
+from .feature_loops import FeatureLoopMixin, FeatureTestLoop, FeatureValLoop
 
-__all__ = ['FeatureValLoop', 'FeatureTestLoop', 'feature_iter']
+__all__ = ['FeatureLoopMixin', 'FeatureValLoop', 'FeatureTestLoop']

@@ -13,30 +13,54 @@ from pmsn_mm.evaluation.functional.features import STAGES, batch_features
 from pmsn_mm.utils.validation import check_choice
 
 
-@torch.no_grad()
-def feature_iter(loop: Union[ValLoop, TestLoop], mode: str, idx: int,
-                 data_batch: Sequence[dict]) -> None:
-    """One batch of a feature loop: hooks, features, evaluator.
+class FeatureLoopMixin:
+    """What the val and the test feature loops share: the ``stage`` setting
+    and one batch (hooks, features, evaluator).
 
     Args:
-        loop: The loop (with ``runner``, ``evaluator``, ``fp16``, ``stage``).
-        mode: ``'val'`` or ``'test'`` (which hooks are called).
-        idx: Index of the batch.
-        data_batch: A batch of the loop's dataloader.
+        runner: The runner.
+        dataloader: The dataloader (or its config).
+        evaluator: The evaluator (or its config).
+        fp16: Extract features under autocast. Defaults to False.
+        stage: One of ``STAGES`` (``'backbone'``: ``extract_feat``;
+            ``'neck'``, ``'probs'``: the model's later stages).
+            Defaults to ``'backbone'``.
     """
-    runner = loop.runner
-    runner.call_hook(f'before_{mode}_iter', batch_idx=idx,
-                     data_batch=data_batch)
-    model = get_ori_model(runner.model)
-    with autocast(enabled=loop.fp16):
-        outputs = list(batch_features(model, data_batch, loop.stage))
-    loop.evaluator.process(data_samples=outputs, data_batch=data_batch)
-    runner.call_hook(f'after_{mode}_iter', batch_idx=idx,
-                     data_batch=data_batch, outputs=outputs)
+
+    #: ``'val'`` or ``'test'``: which hooks :meth:`run_iter` calls.
+    mode: str = 'val'
+
+    def __init__(self,
+                 runner,
+                 dataloader: Union[DataLoader, Dict],
+                 evaluator: Union[Evaluator, Dict, List],
+                 fp16: bool = False,
+                 stage: str = 'backbone') -> None:
+        check_choice(f'{type(self).__name__} stage', stage, STAGES)
+        super().__init__(runner, dataloader, evaluator, fp16)
+        self.stage = stage
+
+    @torch.no_grad()
+    def run_iter(self, idx: int, data_batch: Sequence[dict]) -> None:
+        """Features of one batch, passed to the evaluator.
+
+        Args:
+            idx: Index of the batch.
+            data_batch: A batch of the loop's dataloader.
+        """
+        runner = self.runner
+        runner.call_hook(f'before_{self.mode}_iter', batch_idx=idx,
+                         data_batch=data_batch)
+        model = get_ori_model(runner.model)
+        with autocast(enabled=self.fp16):
+            outputs = list(batch_features(model, data_batch, self.stage))
+        self.evaluator.process(data_samples=outputs, data_batch=data_batch)
+        runner.call_hook(f'after_{self.mode}_iter', batch_idx=idx,
+                         data_batch=data_batch, outputs=outputs)
 
 
 @LOOPS.register_module()
-class FeatureValLoop(ValLoop):
+class FeatureValLoop(FeatureLoopMixin, ValLoop):
     """mmengine's ``ValLoop`` whose outputs are frozen features.
 
     Every batch goes through
@@ -66,32 +90,15 @@ class FeatureValLoop(ValLoop):
         dataloader: The val dataloader (or its config).
         evaluator: The evaluator (or its config).
         fp16: Extract features under autocast. Defaults to False.
-        stage: ``'backbone'`` (``extract_feat``) or ``'neck'`` (the neck on
-            it). Defaults to ``'backbone'``.
+        stage: One of ``STAGES`` (see :class:`FeatureLoopMixin`).
+            Defaults to ``'backbone'``.
     """
 
-    def __init__(self,
-                 runner,
-                 dataloader: Union[DataLoader, Dict],
-                 evaluator: Union[Evaluator, Dict, List],
-                 fp16: bool = False,
-                 stage: str = 'backbone') -> None:
-        check_choice('FeatureValLoop stage', stage, STAGES)
-        super().__init__(runner, dataloader, evaluator, fp16)
-        self.stage = stage
-
-    def run_iter(self, idx: int, data_batch: Sequence[dict]) -> None:
-        """Features of one batch, passed to the evaluator.
-
-        Args:
-            idx: Index of the batch.
-            data_batch: A batch of the val dataloader.
-        """
-        feature_iter(self, 'val', idx, data_batch)
+    mode = 'val'
 
 
 @LOOPS.register_module()
-class FeatureTestLoop(TestLoop):
+class FeatureTestLoop(FeatureLoopMixin, TestLoop):
     """mmengine's ``TestLoop`` on frozen features: :class:`FeatureValLoop`
     for ``tools/test.py CONFIG CHECKPOINT`` (the kNN and logistic-regression
     benchmark configs evaluate any checkpoint's encoder this way).
@@ -107,24 +114,8 @@ class FeatureTestLoop(TestLoop):
         dataloader: The test dataloader (or its config).
         evaluator: The evaluator (or its config).
         fp16: Extract features under autocast. Defaults to False.
-        stage: ``'backbone'`` or ``'neck'``. Defaults to ``'backbone'``.
+        stage: One of ``STAGES`` (see :class:`FeatureLoopMixin`).
+            Defaults to ``'backbone'``.
     """
 
-    def __init__(self,
-                 runner,
-                 dataloader: Union[DataLoader, Dict],
-                 evaluator: Union[Evaluator, Dict, List],
-                 fp16: bool = False,
-                 stage: str = 'backbone') -> None:
-        check_choice('FeatureTestLoop stage', stage, STAGES)
-        super().__init__(runner, dataloader, evaluator, fp16)
-        self.stage = stage
-
-    def run_iter(self, idx: int, data_batch: Sequence[dict]) -> None:
-        """Features of one batch, passed to the evaluator.
-
-        Args:
-            idx: Index of the batch.
-            data_batch: A batch of the test dataloader.
-        """
-        feature_iter(self, 'test', idx, data_batch)
+    mode = 'test'
