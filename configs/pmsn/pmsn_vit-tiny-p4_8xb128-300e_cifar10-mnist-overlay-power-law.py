@@ -1,7 +1,9 @@
 # Paper toy setting (§5.1, App. F): ViT-Tiny/4 on grayscaled CIFAR-10 with a
 # power-law (tau 0.5) MNIST digit, batch 1024 (8 GPUs x 128), 300 epochs,
 # 10 prototypes, lambda 100, mask 0.05, 1 random view and no focal view,
-# RRC scale (0.5, 1.0), no blur, no gradient clipping. Data from disk:
+# RRC scale (0.5, 1.0), no blur, no gradient clipping (configs/recipes/toy.yaml:
+# every value's source; saturation, hue and grayscale are left out, being
+# identities on grayscale images). Data from disk:
 #   data/cifar10/cifar-10-batches-py/, data/mnist/*-ubyte
 _base_ = [
     '../_base_/models/pmsn_vit-small-p16.py',
@@ -10,7 +12,8 @@ _base_ = [
     '../_base_/default_runtime.py',
 ]
 view_pipeline = [
-    dict(type='RandomResizedCrop', scale=32, crop_ratio_range=(0.5, 1.0)),
+    dict(type='RandomResizedCrop', scale=32, crop_ratio_range=(0.5, 1.0),
+         backend='pillow'),  # official: torchvision on PIL images
     dict(type='RandomFlip', prob=0.5),
     dict(
         type='RandomApply',

@@ -5,7 +5,8 @@
 # every crop keeps its output resolution) and padded_collate packs the images
 # of mixed sizes. Per image and view: random resized crop in the image's own
 # coordinates, flip, colour jitter (brightness 0.4, contrast 0.4, saturation
-# 0.2, hue 0.1, random order, p 0.8), grayscale p 0.2, Gaussian blur sigma
+# 0.4, hue 0.1 = official ColorJitter(0.8s, 0.8s, 0.8s, 0.2s) with
+# color_jitter_strength s = 0.5; random order, p 0.8), grayscale p 0.2, Gaussian blur sigma
 # 0.1-2 p 0.5 -- the distributions of the per-sample pipeline of
 # ./imagenet_msn_per-sample.py (and of official MSN).
 dataset_type = 'ImageNet'
@@ -17,7 +18,7 @@ colour_distortion = dict(
     jitter_prob=0.8,
     brightness=0.4,
     contrast=0.4,
-    saturation=0.2,
+    saturation=0.4,
     hue=0.1,
     grayscale_prob=0.2,
     blur_prob=0.5,

@@ -21,7 +21,7 @@ color_distortion = [
                 type='ColorJitter',
                 brightness=0.4,
                 contrast=0.4,
-                saturation=0.2,
+                saturation=0.4,
                 hue=0.1)
         ],
         prob=0.8),

@@ -1,5 +1,7 @@
 # PMSN with a ViT-S/16 (MSN's architecture): 3-layer projector to 256-d,
-# prototypes compared at temperature 0.1, targets sharpened with T = 0.25.
+# prototypes compared at temperature 0.1, targets sharpened with T = 0.25 and
+# balanced by Sinkhorn (official msn_vits16.yaml: use_sinkhorn true; towards
+# the prior's marginals for a non-uniform prior).
 model = dict(
     type='PMSN',
     backbone=dict(
@@ -22,7 +24,8 @@ model = dict(
         loss=dict(
             type='PMSNLoss',
             sharpen_temperature=0.25,
-            prior_weight=1.0)),
+            prior_weight=1.0,
+            use_sinkhorn=True)),
     num_random_views=1,
     mask_ratio=0.15,
     target_momentum=0.996)

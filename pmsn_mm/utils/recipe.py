@@ -1,0 +1,525 @@
+"""The recipe a pretraining config trains, read as the runner builds it.
+
+:func:`resolve_recipe` builds the model (backbone, neck, head, loss, prior,
+data pre-processor), the optimizer wrapper and the parameter schedulers of a
+config with mmengine's and mmpretrain's registries, steps the schedulers
+through the whole run on a short epoch, and reads the quantities of the
+recipe tables (``configs/recipes/*.yaml``, keys in
+``configs/recipes/README.md``) off the built objects and the dataloader
+config. ``tests/test_configs/test_recipes.py`` compares them with the tables;
+``tools/analysis_tools/print_recipe.py CONFIG`` prints them.
+
+Not imported by ``import pmsn_mm`` (it builds whole models).
+"""
+import copy
+import logging
+import os.path as osp
+import re
+import warnings
+from typing import Any, Dict, List, Optional, Sequence
+
+import torch
+from mmengine.config import Config, ConfigDict
+from mmengine.logging import MMLogger
+from mmengine.optim import build_optim_wrapper
+from mmengine.registry import PARAM_SCHEDULERS, init_default_scope
+from torch import nn
+
+#: Epoch length used to step epoch-based schedulers (any length gives the
+#: same epochs; 8 keeps MSN's 1.25 x 300 and every warm-up whole).
+EPOCH_LENGTH = 8
+
+#: Width of a ViT (embed dims) -> the paper's name.
+VIT_WIDTHS = {192: 'vit-tiny', 384: 'vit-small', 768: 'vit-base',
+              1024: 'vit-large'}
+
+#: View-group fields of the recipe tables (``views.<i>.<field>``).
+VIEW_FIELDS = ('num', 'size', 'scale', 'ratio', 'interpolation', 'flip_prob',
+               'jitter_prob', 'brightness', 'contrast', 'saturation', 'hue',
+               'jitter_order', 'grayscale_prob', 'blur_prob', 'blur_sigma',
+               'solarize_prob')
+
+#: How ``BatchAugmentPreprocessor`` resizes its crops: ``roi_align``'s
+#: adaptive sampling, the mean of ceil(crop / out) bilinear samples per
+#: output pixel and axis (PIL's antialiased bilinear is a triangle filter).
+DEVICE_INTERPOLATION = 'bilinear-roi-average'
+
+_NAME_BATCH = re.compile(r'_(\d+)xb(\d+)[-_]')
+
+
+def _round(value: Any) -> Any:
+    """Floats rounded to 12 significant digits, tuples as lists."""
+    if isinstance(value, float):
+        return float(f'{value:.12g}')
+    if isinstance(value, (list, tuple)):
+        return [_round(v) for v in value]
+    return value
+
+
+def global_batch(cfg: Config, path: str) -> int:
+    """Per-GPU batch x the GPUs of the config name ``{N}xb{B}``.
+
+    Raises:
+        ValueError: If the name has no ``NxbB`` or ``B`` differs from the
+            dataloader's ``batch_size``.
+    """
+    match = _NAME_BATCH.search(osp.basename(path))
+    if match is None:
+        raise ValueError(f'{path}: the config name has no "{{N}}xb{{B}}" '
+                         '(GPUs x per-GPU batch).')
+    gpus, per_gpu = int(match.group(1)), int(match.group(2))
+    batch = cfg.train_dataloader.batch_size
+    if batch != per_gpu:
+        raise ValueError(f'{path}: the name says {per_gpu} images per GPU, '
+                         f'train_dataloader.batch_size is {batch}.')
+    return gpus * batch
+
+
+# --------------------------------------------------------------- model parts
+def _architecture(backbone: nn.Module) -> Dict[str, Any]:
+    if hasattr(backbone, 'embed_dims') and hasattr(backbone, 'patch_embed'):
+        patch = backbone.patch_embed.projection.kernel_size[0]
+        return dict(arch=VIT_WIDTHS.get(backbone.embed_dims,
+                                        f'vit-{backbone.embed_dims}d'),
+                    patch_size=patch)
+    depth = getattr(backbone, 'depth', None)
+    if depth is not None:
+        return dict(arch=f'resnet{depth}', patch_size=None)
+    return dict(arch=type(backbone).__name__, patch_size=None)
+
+
+def linear_widths(module: Optional[nn.Module]) -> Optional[List[int]]:
+    """``[in, out of each Linear ...]`` of a projector/expander (or None)."""
+    if module is None:
+        return None
+    linears = [m for m in module.modules() if isinstance(m, nn.Linear)]
+    if not linears:
+        return None
+    return [linears[0].in_features] + [m.out_features for m in linears]
+
+
+def _prior(prior: nn.Module) -> Dict[str, Any]:
+    name = type(prior).__name__
+    kinds = {'UniformPrior': 'uniform', 'PowerLawPrior': 'power_law',
+             'ClassPrior': 'class', 'AdaptivePowerLawPrior': 'adaptive',
+             'FilePrior': 'file'}
+    tau = getattr(prior, 'tau', None)
+    if isinstance(tau, torch.Tensor):
+        tau = float(tau)
+    return dict(prior=kinds.get(name, name),
+                tau=None if tau is None else float(tau))
+
+
+def _head(model: nn.Module) -> Dict[str, Any]:
+    head = getattr(model, 'head', None)
+    out: Dict[str, Any] = {}
+    if head is None:
+        return out
+    name = type(head).__name__
+    if name in ('PMSNHead', 'PSwAVHead'):
+        out.update(num_prototypes=head.num_prototypes,
+                   temperature=float(head.temperature))
+        out.update(_prior(head.prior))
+        loss = head.loss_module
+        if name == 'PMSNHead':
+            out.update(
+                label_smoothing=float(head.label_smoothing),
+                sharpen_temperature=float(loss.sharpen_temperature),
+                prior_weight=float(loss.prior_weight),
+                sinkhorn=bool(loss.use_sinkhorn))
+        else:
+            for key, attr in (('swav_epsilon', 'epsilon'),
+                              ('sinkhorn_iterations', 'sinkhorn_iterations'),
+                              ('prior_weight', 'prior_weight')):
+                if hasattr(loss, attr):
+                    out[key] = _round(getattr(loss, attr))
+    elif hasattr(head, 'temperature'):  # mmpretrain ContrastiveHead
+        out['loss_temperature'] = float(head.temperature)
+    loss = getattr(head, 'loss_module', None) or getattr(head, 'loss', None)
+    coeffs = [getattr(loss, k, None) for k in
+              ('sim_coeff', 'std_coeff', 'cov_coeff')]
+    if all(c is not None for c in coeffs):
+        out['vicreg_coeffs'] = [float(c) for c in coeffs]
+    if hasattr(head, 'norm_pix'):
+        out['norm_pix_loss'] = bool(head.norm_pix)
+    return out
+
+
+def _ema(model: nn.Module, epochs: float) -> Dict[str, Any]:
+    target = getattr(model, 'target_net', None)
+    if target is None or not hasattr(target, 'momentum'):
+        return dict(ema_momentum=None, ema_momentum_end=None, ema_epochs=None)
+    start = 1.0 - float(target.momentum)
+    end = 1.0 - float(getattr(target, 'end_momentum', target.momentum))
+    scale = getattr(target, 'schedule_scale', None)
+    length = None if start == end or scale is None else scale * epochs
+    return dict(ema_momentum=_round(start), ema_momentum_end=_round(end),
+                ema_epochs=_round(length))
+
+
+# --------------------------------------------------------------------- views
+def _device_views(preprocessor: nn.Module) -> List[Dict[str, Any]]:
+    groups = []
+    for g in preprocessor.views:
+        groups.append(dict(
+            num=g['num_views'], size=g['size'], scale=list(g['scale']),
+            ratio=list(g['ratio']), interpolation=DEVICE_INTERPOLATION,
+            flip_prob=g['flip_prob'], jitter_prob=g['jitter_prob'],
+            brightness=g['brightness'], contrast=g['contrast'],
+            saturation=g['saturation'], hue=g['hue'],
+            jitter_order='random', grayscale_prob=g['grayscale_prob'],
+            blur_prob=g['blur_prob'],
+            blur_sigma=list(g['blur_sigma']) if g['blur_prob'] else None,
+            solarize_prob=g['solarize_prob']))
+    return groups
+
+
+def _view_of_transforms(transforms: Sequence[dict]) -> Dict[str, Any]:
+    view: Dict[str, Any] = dict(
+        num=1, size=None, scale=None, ratio=None, interpolation=None,
+        flip_prob=0.0, jitter_prob=0.0, brightness=0.0, contrast=0.0,
+        saturation=0.0, hue=0.0, jitter_order=None, grayscale_prob=0.0,
+        blur_prob=0.0, blur_sigma=None, solarize_prob=0.0)
+
+    def jitter(t: dict, prob: float) -> None:
+        view.update(jitter_prob=prob, jitter_order='random')
+        for key in ('brightness', 'contrast', 'saturation', 'hue'):
+            view[key] = float(t.get(key, 0.0) or 0.0)
+
+    for t in transforms:
+        kind = t['type'].split('.')[-1]
+        if kind == 'RandomResizedCrop':
+            interp = t.get('interpolation', 'bilinear')
+            if t.get('backend', 'cv2') == 'pillow':  # PIL antialiases
+                interp = f'{interp}-antialias'
+            view.update(
+                size=t['scale'], scale=list(t.get('crop_ratio_range',
+                                                  (0.08, 1.0))),
+                ratio=list(t.get('aspect_ratio_range', (3. / 4., 4. / 3.))),
+                interpolation=interp)
+        elif kind == 'RandomFlip':
+            view['flip_prob'] = float(t.get('prob', 0.5))
+        elif kind == 'RandomApply':
+            inner = t['transforms']
+            if len(inner) != 1 or inner[0]['type'] != 'ColorJitter':
+                raise ValueError(f'RandomApply of {inner}: only a single '
+                                 'ColorJitter is read.')
+            jitter(inner[0], float(t.get('prob', 0.5)))
+        elif kind == 'ColorJitter':
+            jitter(t, 1.0)
+        elif kind == 'RandomGrayscale':
+            view['grayscale_prob'] = float(t.get('prob', 0.1))
+        elif kind == 'GaussianBlur':
+            view.update(blur_prob=float(t.get('prob', 0.5)),
+                        blur_sigma=list(t.get('magnitude_range')))
+        elif kind in ('Solarize', 'RandomSolarize'):
+            view['solarize_prob'] = float(t.get('prob', 0.5))
+    return view
+
+
+def _pipeline_views(pipeline: Sequence[dict]) -> List[Dict[str, Any]]:
+    for t in pipeline:
+        if t['type'].split('.')[-1] == 'MultiView':
+            nums = t['num_views']
+            lists = t['transforms']
+            if isinstance(nums, int):
+                nums = [nums] * len(lists) if len(lists) > 1 else [nums]
+            groups = []
+            for num, transforms in zip(nums, lists):
+                view = _view_of_transforms(transforms)
+                view['num'] = num
+                groups.append(view)
+            return _merge_equal(groups)
+    return [_view_of_transforms(pipeline)]
+
+
+def _merge_equal(groups: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Adjacent groups with the same transforms are one group."""
+    merged: List[Dict[str, Any]] = []
+    for group in groups:
+        if merged and {k: v for k, v in merged[-1].items() if k != 'num'} \
+                == {k: v for k, v in group.items() if k != 'num'}:
+            merged[-1]['num'] += group['num']
+        else:
+            merged.append(dict(group))
+    return merged
+
+
+def _views(model: nn.Module, cfg: Config) -> Dict[str, Any]:
+    preprocessor = getattr(model, 'data_preprocessor', None)
+    if hasattr(preprocessor, 'views'):
+        groups = _device_views(preprocessor)
+    else:
+        groups = _pipeline_views(cfg.train_dataloader.dataset.pipeline)
+    out = {}
+    for i, group in enumerate(groups):
+        for field in VIEW_FIELDS:
+            out[f'views.{i}.{field}'] = _round(group[field])
+    return out
+
+
+# ------------------------------------------------------ optimizer, schedules
+def _optim_wrapper_cfg(cfg: Config) -> ConfigDict:
+    wrapper = copy.deepcopy(cfg.optim_wrapper)
+    if wrapper.get('type', 'OptimWrapper') == 'AmpOptimWrapper':
+        # AMP is a numerics choice, not a recipe value; its wrapper refuses
+        # to build without CUDA, the plain one holds the same optimizer
+        wrapper.type = 'OptimWrapper'
+        wrapper.pop('loss_scale', None)
+        wrapper.pop('dtype', None)
+    return wrapper
+
+
+def _schedules(cfg: Config, optimizer: torch.optim.Optimizer,
+               iters_per_epoch: int, total_iters: int) -> Dict[str, Any]:
+    scheds = cfg.get('param_scheduler') or []
+    if isinstance(scheds, dict):
+        scheds = [scheds]
+    built = [
+        PARAM_SCHEDULERS.build(
+            copy.deepcopy(s),
+            default_args=dict(optimizer=optimizer,
+                              epoch_length=iters_per_epoch))
+        for s in scheds
+    ]
+    group = max(optimizer.param_groups, key=lambda g: g['weight_decay'])
+    lrs, wds = [], []
+    with warnings.catch_warnings():  # stepped without optimizer steps
+        warnings.simplefilter('ignore', UserWarning)
+        for _ in range(total_iters):
+            lrs.append(group['lr'])
+            wds.append(group['weight_decay'])
+            for scheduler in built:
+                scheduler.step()
+    out: Dict[str, Any] = dict(
+        lr=_round(max(lrs)), warmup_start_lr=_round(lrs[0]),
+        warmup_epochs=0, lr_schedule='constant', final_lr=None, lr_schedule_epochs=None,
+        weight_decay=_round(wds[0]), weight_decay_end=_round(wds[0]),
+        weight_decay_schedule='constant', weight_decay_epochs=None,
+        _lr_curve=lrs, _wd_curve=wds, _iters_per_epoch=iters_per_epoch)
+    for scheduler in built:
+        kind = type(scheduler).__name__
+        param = getattr(scheduler, 'param_name', 'lr')
+        if kind == 'LinearLR':
+            out['warmup_epochs'] = _round(
+                (scheduler.end - scheduler.begin) / iters_per_epoch)
+            continue
+        if not kind.startswith('CosineAnnealing'):
+            if param == 'lr' and kind in ('MultiStepLR', 'StepLR'):
+                out['lr_schedule'] = 'step'
+            continue
+        eta_min = scheduler.eta_min
+        if eta_min is None:  # eta_min_ratio
+            eta_min = scheduler.eta_min_ratio * scheduler.base_values[0]
+        reach = (scheduler.begin + scheduler.T_max) / iters_per_epoch
+        if param == 'lr':
+            out.update(lr_schedule='cosine', final_lr=_round(eta_min),
+                       lr_schedule_epochs=_round(reach))
+        elif param == 'weight_decay':
+            out.update(weight_decay_schedule='cosine',
+                       weight_decay_end=_round(eta_min),
+                       weight_decay_epochs=_round(reach))
+    return out
+
+
+def _optimizer(cfg: Config, model: nn.Module) -> Dict[str, Any]:
+    wrapper = build_optim_wrapper(model, _optim_wrapper_cfg(cfg))
+    opt = wrapper.optimizer
+    defaults = opt.defaults
+    clip = cfg.optim_wrapper.get('clip_grad')
+    return dict(
+        optimizer=type(opt).__name__,
+        betas=_round(defaults.get('betas')),
+        momentum=_round(defaults.get('momentum')),
+        clip_grad=None if not clip else _round(clip.get('max_norm')),
+        _optimizer=opt)
+
+
+# --------------------------------------------------------------- data, loops
+def _sampler(cfg: Config) -> Dict[str, Any]:
+    loader = cfg.train_dataloader
+    batch_sampler = loader.get('batch_sampler') or {}
+    sampler = loader.get('sampler') or {}
+    out = dict(sampler=sampler.get('type', 'DefaultSampler').split('.')[-1],
+               sampler_k=None, sampler_replacement=None)
+    if 'power' in sampler:
+        out['sampler_power'] = sampler['power']
+    if batch_sampler.get('type', '').endswith('ClassStratifiedBatchSampler'):
+        out.update(sampler='ClassStratifiedBatchSampler',
+                   sampler_k=batch_sampler['classes_per_batch'],
+                   sampler_replacement=bool(
+                       batch_sampler.get('replacement', False)))
+    return out
+
+
+def _length(cfg: Config, batch: int) -> Dict[str, Any]:
+    train_cfg = cfg.train_cfg
+    if 'max_epochs' in train_cfg:
+        epochs = train_cfg.max_epochs
+        return dict(epochs=epochs, _iters_per_epoch=EPOCH_LENGTH,
+                    _total_iters=epochs * EPOCH_LENGTH)
+    per_gpu = cfg.train_dataloader.batch_size
+    num = cfg.train_dataloader.dataset.get('num_samples')
+    if not num:
+        raise ValueError('an iteration-based config needs '
+                         'train_dataloader.dataset.num_samples to count '
+                         'its epochs.')
+    per_epoch = num // per_gpu
+    return dict(epochs=_round(train_cfg.max_iters / per_epoch),
+                _iters_per_epoch=per_epoch, _total_iters=train_cfg.max_iters)
+
+
+def resolve_recipe(path: str) -> Dict[str, Any]:
+    """The quantities of the recipe tables that a config trains.
+
+    Builds the model, optimizer wrapper and schedulers with the registries
+    (the working directory must hold any data the model reads at build time,
+    e.g. the annotations of ``ClassPrior``).
+
+    Args:
+        path: A pretraining config file.
+
+    Returns:
+        ``{quantity: value}`` with the keys of ``configs/recipes/README.md``
+        (floats rounded to 12 digits), plus ``_lr_curve`` / ``_wd_curve``
+        (the lr and weight decay of a decayed parameter group at every
+        iteration) and ``_iters_per_epoch`` for curve checks.
+    """
+    from mmpretrain.registry import MODELS
+
+    import pmsn_mm  # noqa: F401  (registers the project's modules)
+
+    cfg = Config.fromfile(path)
+    init_default_scope(cfg.get('default_scope', 'mmpretrain'))
+    model_cfg = copy.deepcopy(cfg.model)
+    if cfg.get('data_preprocessor') is not None:  # as mmengine's Runner
+        model_cfg.setdefault('data_preprocessor',
+                             copy.deepcopy(cfg.data_preprocessor))
+    logger = MMLogger.get_current_instance()
+    level = logger.level
+    logger.setLevel(logging.WARNING)  # not the optimizer's per-param lines
+    try:
+        return _resolve(cfg, path, MODELS.build(model_cfg))
+    finally:
+        logger.setLevel(level)
+
+
+def _resolve(cfg: Config, path: str, model: nn.Module) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    out.update(_architecture(model.backbone))
+    out['global_batch'] = global_batch(cfg, path)
+    auto = cfg.get('auto_scale_lr') or {}
+    out['auto_scale_base_batch'] = auto.get('base_batch_size')
+    length = _length(cfg, out['global_batch'])
+    out.update(length)
+    out.update(_sampler(cfg))
+    out.update(_head(model))
+    if hasattr(model, 'mask_ratio'):
+        out['mask_ratio'] = _round(float(model.mask_ratio))
+    out['projector'] = linear_widths(getattr(model, 'neck', None))
+    out.update(_ema(model, length['epochs']))
+    out.update(_views(model, cfg))
+    optim = _optimizer(cfg, model)
+    out.update(_schedules(cfg, optim.pop('_optimizer'),
+                          length['_iters_per_epoch'], length['_total_iters']))
+    out.update(optim)
+    return out
+
+
+# ------------------------------------------------------------ recipe tables
+def _load_yaml(path: str) -> dict:
+    import yaml
+    with open(path) as f:
+        data = yaml.safe_load(f) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f'{path}: a recipe table must be a mapping.')
+    return data
+
+
+def load_recipe_table(path: str) -> dict:
+    """A recipe table with its ``base`` tables merged in.
+
+    ``values``, ``deviations`` and ``notes`` of the bases come first and are
+    overridden by the file's own; ``configs`` are the file's only.
+
+    Args:
+        path: ``configs/recipes/<experiment>.yaml``.
+
+    Returns:
+        The table: ``experiment``, ``title``, ``paper``, ``configs``,
+        ``values``, ``deviations``, ``notes``.
+    """
+    table = _load_yaml(path)
+    unknown = sorted(set(table) - {'experiment', 'title', 'paper', 'base',
+                                   'configs', 'values', 'deviations',
+                                   'notes'})
+    if unknown:
+        raise ValueError(f'{path}: unknown keys {unknown}.')
+    merged = dict(values={}, deviations={}, notes=[])
+    if table.get('base'):
+        base = load_recipe_table(
+            osp.join(osp.dirname(path), f"{table['base']}.yaml"))
+        merged['values'].update(base['values'])
+        merged['deviations'].update(base['deviations'])
+        merged['notes'].extend(base['notes'])
+    merged['values'].update(table.get('values') or {})
+    merged['deviations'].update(table.get('deviations') or {})
+    merged['notes'].extend(table.get('notes') or [])
+    for key in ('experiment', 'title', 'paper'):
+        merged[key] = table.get(key)
+    merged['configs'] = table.get('configs') or {}
+    return merged
+
+
+def expected_recipe(table: dict, config: str) -> Dict[str, dict]:
+    """What one config of a table must train: ``{key: entry}``.
+
+    Each entry is the row's ``{value, source}`` (per-config values first) or,
+    where a deviation is listed (per-config first), ``{value, reason,
+    recipe}`` with ``recipe`` the replaced value. A view group whose ``num``
+    is null is absent: its keys are dropped.
+
+    Raises:
+        ValueError: If an entry lacks its value and source/reason, or a
+            deviation equals the value it replaces.
+    """
+    own = table['configs'].get(config) or {}
+    values = dict(table['values'], **(own.get('values') or {}))
+    deviations = dict(table['deviations'], **(own.get('deviations') or {}))
+    rows: Dict[str, dict] = {}
+    for key, entry in values.items():
+        if not isinstance(entry, dict) or 'value' not in entry \
+                or not entry.get('source'):
+            raise ValueError(f'{config}: values.{key} needs a value and a '
+                             'source.')
+        rows[key] = dict(entry)
+    for key, entry in deviations.items():
+        if not isinstance(entry, dict) or 'value' not in entry \
+                or not entry.get('reason'):
+            raise ValueError(f'{config}: deviations.{key} needs a value and '
+                             'a reason.')
+        recipe = rows.get(key, {}).get('value')
+        if key in rows and _same(recipe, entry['value']):
+            raise ValueError(f'{config}: deviation {key} = {entry["value"]!r}'
+                             ' equals the recipe value it replaces.')
+        rows[key] = dict(entry, recipe=recipe)
+    absent = {key.split('.')[1] for key, entry in rows.items()
+              if key.startswith('views.') and key.endswith('.num')
+              and entry['value'] is None}
+    return {key: entry for key, entry in rows.items()
+            if not (key.startswith('views.') and key.split('.')[1] in absent)}
+
+
+def _same(a: Any, b: Any, rel: float = 1e-9) -> bool:
+    """Equal, floats to ``rel`` relative tolerance, lists element-wise."""
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y, rel) for x, y in
+                                        zip(a, b))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+    return a == b
+
+
+same_value = _same
