@@ -87,7 +87,7 @@ def shrink_model(cfg: Config) -> None:
         for hook in cfg.get('custom_hooks', []):
             if hook.type == 'SwAVHook':
                 hook.feat_dim = 32
-    elif kind == 'NonLinearNeck':
+    elif kind in ('NonLinearNeck', 'MoCoV2Neck'):
         neck.update(in_channels=width, hid_channels=64, out_channels=32)
     elif kind == 'LinearNeck':
         neck.update(in_channels=width, out_channels=width)

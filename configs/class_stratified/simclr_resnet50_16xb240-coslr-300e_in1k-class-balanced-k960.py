@@ -1,14 +1,34 @@
 # SimCLR, ResNet-50 on ImageNet-1K with class-balanced batches (paper §4,
-# App. E.1: 300 epochs, 10 warmup epochs then cosine, LARS, temperature 0.1).
-# K = 960 classes per global batch needs a batch divisible by 960, so the
-# paper's 4096 becomes 3840 = 16 GPUs x 240 (4 images per class); the
-# class-imbalanced variant (K = 8) keeps the same batch. lr = 0.3 x 3840/256.
+# App. E.1: VISSL, 300 epochs, 10 warm-up epochs then cosine, LARS,
+# temperature 0.1). mmpretrain's SimCLR model and pipeline, set to VISSL's
+# pretraining config (configs/config/pretrain/simclr/simclr_8node_resnet.yaml,
+# table: configs/recipes/simclr_class_stratified.yaml):
+# - lr 0.3 x batch / 256 (VISSL's auto_lr_scaling) = 4.5 at 3840; linear
+#   warm-up from lr / 8 (VISSL starts at 0.3 x the batch of one 8-GPU node /
+#   256: 0.6 of 4.8 on its 8 nodes), then cosine to 0 at epoch 300;
+# - LARS (trust 0.001, momentum 0.9) and weight decay 1e-6 on every
+#   parameter, BatchNorm and biases included (regularize_bn/bias: True);
+# - projection head Linear(2048, 2048)-ReLU-Linear(2048, 128), with biases
+#   and no BatchNorm (VISSL's two "mlp" heads); ResNet-50 without
+#   zero-initialised residuals (VISSL's default);
+# - views: 2 x crop 224 (scale 0.08-1, bilinear), flip, colour distortion
+#   strength 1 (jitter 0.8/0.8/0.8/0.2 p 0.8, grayscale p 0.2), blur p 0.5.
+# Deviations: K = 960 classes per global batch needs a batch divisible by
+# 960, so the paper's 4096 becomes 3840 = 16 GPUs x 240 (4 images per class);
+# the class-imbalanced variant (K = 8) keeps the same batch. The cosine
+# starts at the warm-up's end, lr = 4.5 (1 + cos(pi (e - 10) / 290)) / 2, as
+# the other methods' official code runs it; VISSL's "fixed" interval scaling
+# evaluates one 300-epoch half period from epoch 0 instead, 4.5 (1 +
+# cos(pi e / 300)) / 2 after the warm-up (mmengine's cosine starts its half
+# period where it begins). BatchNorm is synchronised over all GPUs (VISSL:
+# apex SyncBN in groups of 8 GPUs).
 _base_ = 'mmpretrain::simclr/simclr_resnet50_16xb256-coslr-200e_in1k.py'
 custom_imports = dict(imports=['pmsn_mm'], allow_failed_imports=False)
 
 batch_size = 240  # per GPU; 16 GPUs -> 3840
 max_epochs = 300
 warmup_epochs = 10
+lr = 0.3 * 3840 / 256
 train_dataloader = dict(
     batch_size=batch_size,
     drop_last=False,  # the batch sampler yields whole batches only
@@ -18,12 +38,24 @@ train_dataloader = dict(
     # to collate_fn on to default_collate, which refuses it: restate it
     collate_fn=dict(_delete_=True, type='default_collate'))
 
-optim_wrapper = dict(optimizer=dict(lr=0.3 * 3840 / 256))
+model = dict(
+    backbone=dict(zero_init_residual=False),
+    neck=dict(
+        _delete_=True,
+        type='MoCoV2Neck',  # Linear-ReLU-Linear with biases, no BatchNorm
+        in_channels=2048,
+        hid_channels=2048,
+        out_channels=128,
+        with_avg_pool=True))
+
+# no paramwise_cfg: weight decay and the LARS adaptation on every parameter
+optim_wrapper = dict(
+    optimizer=dict(lr=lr), paramwise_cfg=dict(_delete_=True))
 param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-4, by_epoch=True, begin=0,
+    dict(type='LinearLR', start_factor=1 / 8, by_epoch=True, begin=0,
          end=warmup_epochs, convert_to_iter_based=True),
     dict(type='CosineAnnealingLR', T_max=max_epochs - warmup_epochs,
-         by_epoch=True, begin=warmup_epochs, end=max_epochs,
+         eta_min=0.0, by_epoch=True, begin=warmup_epochs, end=max_epochs,
          convert_to_iter_based=True),
 ]
 train_cfg = dict(max_epochs=max_epochs)

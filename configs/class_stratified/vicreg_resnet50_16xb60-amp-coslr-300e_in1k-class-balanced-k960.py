@@ -14,7 +14,7 @@ train_dataloader = dict(
         type='ClassStratifiedBatchSampler', classes_per_batch=960))
 optim_wrapper = dict(optimizer=dict(lr=lr))
 param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-4, by_epoch=True, begin=0,
+    dict(type='LinearLR', start_factor=1e-9, by_epoch=True, begin=0,
          end=10, convert_to_iter_based=True),
     dict(type='CosineAnnealingLR', T_max=290, eta_min=lr * 1e-3,
          by_epoch=True, begin=10, end=300, convert_to_iter_based=True),

@@ -1,11 +1,20 @@
 # data2vec (vision), ViT-B/16 on ImageNet-1K: the paper's App. E.1 recipe,
 # i.e. the released ViT-B command of facebookresearch/data2vec_vision (beit/
-# README.md): global batch 2048 (16 GPUs x 128), 800 epochs, AdamW lr 2e-3
-# with 10 warmup epochs then cosine to 1e-5, weight decay 0.05, gradient
+# README.md; run_cyclical.py, engine_for_cyclical.py, datasets.py; table:
+# configs/recipes/data2vec_class_stratified.yaml): global batch 2048 (16 GPUs
+# x 128), 800 epochs, AdamW (betas 0.9/0.999) lr 2e-3 with 10 linear warm-up
+# epochs then cosine to 1e-5, weight decay 0.05 (constant; none on 1-D
+# parameters, the class token and the position embedding), gradient
 # clipping 3.0, drop path 0.25, attention dropout 0.05, layer scale 1e-4,
 # shared relative position bias, targets = layer-normed average of the
 # layer-normed outputs of blocks 6..11, smooth-L1 (beta 2), 120 of 196
-# patches block-masked (16..196 per block), EMA momentum 0.9998 (constant).
+# patches block-masked (16..196 per block), EMA momentum 0.9998 (constant),
+# one view: colour jitter 0.4/0.4/0.4, flip, crop 224 (scale 0.08-1,
+# bicubic), mixed precision (the official code autocasts too).
+# Deviation: the official warm-up starts at lr 0 (cosine_scheduler's
+# start_warmup_value; run_cyclical.py never passes its --warmup_lr);
+# mmengine's LinearLR cannot (its chained update divides by the start
+# factor), so it starts at 1e-9 x lr.
 _base_ = '../_base_/default_runtime.py'
 
 dataset_type = 'ImageNet'
@@ -100,7 +109,7 @@ optim_wrapper = dict(
             'pos_embed': dict(decay_mult=0.0),
         }))
 param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-6 / lr, by_epoch=True, begin=0,
+    dict(type='LinearLR', start_factor=1e-9, by_epoch=True, begin=0,
          end=warmup_epochs, convert_to_iter_based=True),
     dict(type='CosineAnnealingLR', T_max=max_epochs - warmup_epochs,
          eta_min=1e-5, by_epoch=True, begin=warmup_epochs, end=max_epochs,

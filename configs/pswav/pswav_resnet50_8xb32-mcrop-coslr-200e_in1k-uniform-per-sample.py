@@ -1,11 +1,19 @@
 # SwAV on ImageNet-1K through PSwAV with the uniform prior: mmpretrain's SwAV
-# recipe (ResNet-50, 2 x 224 + 6 x 96 crops, 3000 prototypes, epsilon 0.05,
-# queue of 3840 from epoch 15, LARS, 200 epochs), unchanged except that the
-# codes come from pmsn_mm's distributed Sinkhorn (prototype sums all-reduced
-# every iteration, as in the official SwAV). The views are drawn per sample in
-# the dataloader workers (mmpretrain's SwAV pipeline); the shipped
+# model and pipeline, set to the official facebookresearch/swav recipe for a
+# batch of 256 (scripts/swav_200ep_bs256_pretrain.sh, main_swav.py,
+# src/multicropdataset.py; table: configs/recipes/pswav.yaml): ResNet-50
+# (residual branches not zero-initialised, SyncBN), 2 x 224 px (scale
+# 0.14-1) + 6 x 96 px (scale 0.05-0.14) crops, 3000 prototypes, epsilon
+# 0.05, 3 Sinkhorn iterations, temperature 0.1, queue of 3840 from epoch 15,
+# prototypes frozen for 5005 iterations, LARS (trust 0.001, momentum 0.9)
+# and weight decay 1e-6 on every parameter, lr 0.6 cosine to 0.0006 over
+# 200 epochs without warm-up. The codes come from pmsn_mm's distributed
+# Sinkhorn (prototype sums all-reduced every iteration, as in the official
+# SwAV). The views are drawn per sample in the dataloader workers
+# (mmpretrain's SwAV pipeline); the shipped
 # ./pswav_resnet50_8xb32-mcrop-coslr-200e_in1k-uniform.py draws the same views
-# batched on the device.
+# batched on the device. Unlike the official script (apex O1 mixed
+# precision), it trains in fp32.
 _base_ = 'mmpretrain::swav/swav_resnet50_8xb32-mcrop-coslr-200e_in1k-224px-96px.py'
 custom_imports = dict(imports=['pmsn_mm'], allow_failed_imports=False)
 
@@ -19,6 +27,8 @@ auto_scale_lr = dict(base_batch_size=256)
 # settings (epsilon 0.05, temperature 0.1, 3 Sinkhorn iterations, 2 + 6 crops)
 model = dict(
     type='PSwAV',
+    # the official ResNet-50 (src/resnet50.py) keeps zero_init_residual=False
+    backbone=dict(zero_init_residual=False),
     head=dict(
         _delete_=True,
         type='PSwAVHead',

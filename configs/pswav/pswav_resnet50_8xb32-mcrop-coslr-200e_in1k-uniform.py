@@ -1,8 +1,9 @@
-# SwAV on ImageNet-1K through PSwAV with the uniform prior: mmpretrain's SwAV
-# recipe (ResNet-50, 2 x 224 + 6 x 96 crops, 3000 prototypes, epsilon 0.05,
-# queue of 3840 from epoch 15, LARS, 200 epochs), unchanged except that the
-# codes come from pmsn_mm's distributed Sinkhorn (prototype sums all-reduced
-# every iteration, as in the official SwAV).
+# SwAV on ImageNet-1K through PSwAV with the uniform prior: the official
+# SwAV recipe of
+# ./pswav_resnet50_8xb32-mcrop-coslr-200e_in1k-uniform-per-sample.py (table:
+# configs/recipes/pswav.yaml), with the multi-crop views drawn batched on
+# the device. Deviation: the device path resizes crops with
+# roi_align's averaged bilinear samples, not PIL's antialiased bilinear.
 _base_ = './pswav_resnet50_8xb32-mcrop-coslr-200e_in1k-uniform-per-sample.py'
 
 # SwAV's views (2 x 224 px, scale (0.14, 1); 6 x 96 px, scale (0.05, 0.14);

@@ -1,11 +1,17 @@
-# VICReg, ResNet-50 on ImageNet-1K: the paper's App. E.1 recipe (official
-# facebookresearch/vicreg defaults otherwise): global batch 1024 (8 GPUs x
-# 128), 300 epochs, LARS, base lr 0.2 x batch / 256 with 10 warmup epochs then
-# cosine to 0.001 x lr, weight decay 1e-6, 8192-8192-8192 expander, loss
-# weights 25 / 25 / 1, SyncBN everywhere, mixed precision. The two views are
-# drawn per sample in the dataloader workers (mmpretrain's transforms); the
-# shipped ./vicreg_resnet50_8xb128-amp-coslr-300e_in1k.py draws the same views
-# batched on the device.
+# VICReg, ResNet-50 on ImageNet-1K: the paper's App. E.1 recipe with the
+# official facebookresearch/vicreg code's defaults otherwise (main_vicreg.py,
+# augmentations.py; table: configs/recipes/vicreg_class_stratified.yaml):
+# global batch 1024 (8 GPUs x 128), 300 epochs, LARS (momentum 0.9, eta
+# 0.001; no weight decay or adaptation on biases and BatchNorm), lr 0.2 x
+# batch / 256 with 10 linear warm-up epochs then cosine to 0.001 x lr, weight
+# decay 1e-6, 8192-8192-8192 expander, loss weights 25 / 25 / 1, SyncBN
+# everywhere, mixed precision (the official code autocasts too). The two
+# asymmetric views (bicubic crops) are drawn per sample in the dataloader
+# workers (mmpretrain's transforms); the shipped
+# ./vicreg_resnet50_8xb128-amp-coslr-300e_in1k.py draws the same views
+# batched on the device. Deviation: the official warm-up starts at lr 0;
+# mmengine's LinearLR cannot (its chained update divides by the start
+# factor), so it starts at 1e-9 x lr.
 _base_ = '../_base_/default_runtime.py'
 
 dataset_type = 'ImageNet'
@@ -102,7 +108,7 @@ optim_wrapper = dict(
             'downsample.1': dict(decay_mult=0, lars_exclude=True),
         }))
 param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-4, by_epoch=True, begin=0,
+    dict(type='LinearLR', start_factor=1e-9, by_epoch=True, begin=0,
          end=warmup_epochs, convert_to_iter_based=True),
     dict(type='CosineAnnealingLR', T_max=max_epochs - warmup_epochs,
          eta_min=lr * 1e-3, by_epoch=True, begin=warmup_epochs,

@@ -4,8 +4,9 @@
 # the device by BatchAugmentPreprocessor; the dataloader workers only decode.
 # Both views: random resized crop 224 (scale 0.08-1), flip, colour jitter
 # 0.4/0.4/0.2/0.1 p 0.8, grayscale p 0.2; view a: blur p 1.0; view b: blur
-# p 0.1, solarize p 0.2. (The official crop resizes bicubically; the device
-# path resizes bilinearly with antialiasing.)
+# p 0.1, solarize p 0.2. Deviation: the official crop resizes with PIL's
+# bicubic filter; the device path with roi_align's averaged bilinear
+# samples.
 _base_ = './vicreg_resnet50_8xb128-amp-coslr-300e_in1k-per-sample.py'
 
 device_view = dict(

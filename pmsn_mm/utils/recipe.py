@@ -113,33 +113,31 @@ def _prior(prior: nn.Module) -> Dict[str, Any]:
 def _head(model: nn.Module) -> Dict[str, Any]:
     head = getattr(model, 'head', None)
     out: Dict[str, Any] = {}
+    loss = getattr(model, 'loss_module', None)  # VICReg: no head
+    if loss is not None and hasattr(loss, 'invariance_weight'):
+        out['vicreg_coeffs'] = [float(loss.invariance_weight),
+                                float(loss.variance_weight),
+                                float(loss.covariance_weight)]
     if head is None:
         return out
     name = type(head).__name__
     if name in ('PMSNHead', 'PSwAVHead'):
-        out.update(num_prototypes=head.num_prototypes,
-                   temperature=float(head.temperature))
+        out['num_prototypes'] = head.num_prototypes
         out.update(_prior(head.prior))
         loss = head.loss_module
         if name == 'PMSNHead':
             out.update(
+                temperature=float(head.temperature),
                 label_smoothing=float(head.label_smoothing),
                 sharpen_temperature=float(loss.sharpen_temperature),
                 prior_weight=float(loss.prior_weight),
                 sinkhorn=bool(loss.use_sinkhorn))
-        else:
-            for key, attr in (('swav_epsilon', 'epsilon'),
-                              ('sinkhorn_iterations', 'sinkhorn_iterations'),
-                              ('prior_weight', 'prior_weight')):
-                if hasattr(loss, attr):
-                    out[key] = _round(getattr(loss, attr))
+        else:  # PSwAVHead: SwAV's settings live in its loss
+            out.update(temperature=float(loss.temperature),
+                       swav_epsilon=float(loss.epsilon),
+                       sinkhorn_iterations=int(loss.sinkhorn_iterations))
     elif hasattr(head, 'temperature'):  # mmpretrain ContrastiveHead
         out['loss_temperature'] = float(head.temperature)
-    loss = getattr(head, 'loss_module', None) or getattr(head, 'loss', None)
-    coeffs = [getattr(loss, k, None) for k in
-              ('sim_coeff', 'std_coeff', 'cov_coeff')]
-    if all(c is not None for c in coeffs):
-        out['vicreg_coeffs'] = [float(c) for c in coeffs]
     if hasattr(head, 'norm_pix'):
         out['norm_pix_loss'] = bool(head.norm_pix)
     return out
@@ -314,7 +312,9 @@ def _schedules(cfg: Config, optimizer: torch.optim.Optimizer,
         reach = (scheduler.begin + scheduler.T_max) / iters_per_epoch
         if param == 'lr':
             out.update(lr_schedule='cosine', final_lr=_round(eta_min),
-                       lr_schedule_epochs=_round(reach))
+                       lr_schedule_epochs=_round(reach),
+                       lr_schedule_start_epoch=_round(scheduler.begin /
+                                                      iters_per_epoch))
         elif param == 'weight_decay':
             out.update(weight_decay_schedule='cosine',
                        weight_decay_end=_round(eta_min),
@@ -416,7 +416,34 @@ def _resolve(cfg: Config, path: str, model: nn.Module) -> Dict[str, Any]:
     out.update(_head(model))
     if hasattr(model, 'mask_ratio'):
         out['mask_ratio'] = _round(float(model.mask_ratio))
-    out['projector'] = linear_widths(getattr(model, 'neck', None))
+    elif hasattr(model.backbone, 'mask_ratio'):  # MAE
+        out['mask_ratio'] = _round(float(model.backbone.mask_ratio))
+    if hasattr(model, 'target_layers'):  # data2vec
+        backbone = cfg.model.backbone
+        out.update(
+            target_layers=list(model.target_layers),
+            smooth_l1_beta=_round(float(model.loss_beta)),
+            drop_path_rate=_round(backbone.get('drop_path_rate', 0.0)),
+            layer_scale_init_value=_round(
+                backbone.get('layer_scale_init_value')),
+            attn_drop_rate=_round(
+                (backbone.get('layer_cfgs') or {}).get('attn_drop_rate',
+                                                       0.0)))
+        for t in cfg.train_dataloader.dataset.pipeline:
+            if t['type'].endswith('BEiTMaskGenerator'):
+                out['mask_patches'] = t['num_masking_patches']
+                out['mask_block_patches'] = [t['min_num_patches'],
+                                             t['max_num_patches']]
+    for hook in cfg.get('custom_hooks') or []:
+        if hook['type'].split('.')[-1] == 'SwAVHook':
+            out.update(
+                queue_length=hook.get('queue_length', 0),
+                queue_start_epoch=hook.get('epoch_queue_starts', 15),
+                freeze_prototypes_iters=(hook.get('frozen_layers_cfg')
+                                         or {}).get('prototypes'))
+    # MAE's neck is its decoder, not a projector
+    out['projector'] = None if type(model).__name__ == 'MAE' else \
+        linear_widths(getattr(model, 'neck', None))
     out.update(_ema(model, length['epochs']))
     out.update(_views(model, cfg))
     optim = _optimizer(cfg, model)

@@ -33,8 +33,10 @@ TABLES = sorted(
     p for p in glob.glob(osp.join(RECIPES, '*.yaml'))
     if not osp.basename(p).startswith('_')
     and osp.basename(p) not in ('sources.yaml', 'evaluation.yaml'))
-#: Resolved quantities that need no row: bookkeeping, not recipe.
-UNTABLED = {'auto_scale_base_batch'}
+#: Resolved quantities that need no row (compared where a table has one):
+#: bookkeeping, and where the cosine starts (the warm-up's end unless a
+#: table says otherwise).
+UNTABLED = {'auto_scale_base_batch', 'lr_schedule_start_epoch'}
 
 
 def _listed() -> List[tuple]:
