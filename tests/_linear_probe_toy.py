@@ -110,8 +110,8 @@ def write_toy_probe_config(tmp_path,
     neck = dict(in_channels=32, init_cfg=dict(checkpoint=checkpoint)) \
         if representation == 'vit-concat4cls' else None
     head = dict(num_classes=10, in_channels=in_channels, **head_extra)
-    if head_init is not None:
-        head['init_cfg'] = head_init
+    if head_init is not None:  # replaces the configs' [] (PyTorch init)
+        head['init_cfg'] = dict(_delete_=True, **head_init)
     pipeline = train_pipeline or [dict(type='PackInputs')]
     model = dict(backbone=backbone, head=head)
     if neck:

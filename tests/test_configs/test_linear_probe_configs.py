@@ -13,6 +13,7 @@ from torch.nn.modules.batchnorm import _BatchNorm
 from mmpretrain.registry import DATASETS, MODELS, TRANSFORMS
 from pmsn_mm.datasets.sample_data import make_sample_data
 from pmsn_mm.datasets.sample_data.layouts import IMAGENET_WNIDS
+from tests._config_runs import shrink_backbone
 from tests._configs import REPO
 from tests._linear_probe_toy import (BENCHMARKS, REPRESENTATIONS,
                                      save_pmsn_vit_checkpoint,
@@ -41,8 +42,28 @@ REPRESENTATION_DIMS = {
     'vit-small-p16-concat4cls': 4 * 384,
     'vit-base-p16-lastcls': 768,
     'vit-base-p16-concat4cls': 4 * 768,
+    'vit-large-p16-lastcls': 1024,
+    'vit-large-p16-concat4cls': 4 * 1024,
+    'data2vec-beit-base-p16-lastcls': 768,
+    'data2vec-beit-base-p16-concat4cls': 4 * 768,
     'resnet50-pool2048': 2048,
     'resnet50-pool8192': 8192,
+}
+#: built full size and run on CPU (ViT-L, ViT-B: only their frozen encoder
+#: and shapes, checked on the meta device by test_recipes_evaluation.py)
+FULL_SIZE = ('vit-small-p16-lastcls', 'vit-small-p16-concat4cls',
+             'data2vec-beit-base-p16-concat4cls', 'resnet50-pool2048',
+             'resnet50-pool8192')
+#: encoder of the probes -> a pretraining config whose backbone it loads
+PRETRAINED_BY = {
+    'resnet50': 'class_stratified/simclr_resnet50_16xb240-coslr-300e_'
+                'in1k-class-balanced-k960.py',
+    'vit-small-p16': 'pmsn/pmsn_vit-small-p16_32xb128-300e_inat18-uniform.py',
+    'vit-base-p16': 'pmsn/pmsn_vit-base-p16_16xb64-300e_in1k-uniform.py',
+    'vit-large-p16': 'class_stratified/mae_vit-large-p16_16xb60-amp-coslr-'
+                     '800e_in1k-class-balanced-k960.py',
+    'data2vec-beit-base-p16': 'data2vec/data2vec_beit-base-p16_16xb128-amp-'
+                              'coslr-800e_in1k.py',
 }
 NAME = re.compile(r'^(?P<rep>[\w-]+?)_(?P<gpus>\d+)xb(?P<batch>\d+)-linear-'
                   r'(?P<sched>steplr|coslr)-(?P<epochs>\d+)e_(?P<data>[\w-]+)'
@@ -64,13 +85,12 @@ def _load_tool(*parts):
 
 
 def test_every_dataset_has_every_representation():
-    found = {(p['rep'], p['data']) for p in map(_parts, CONFIGS)}
-    for data in DATASET_SETTINGS:
-        for rep in ('vit-small-p16-lastcls', 'vit-small-p16-concat4cls',
-                    'resnet50-pool2048', 'resnet50-pool8192'):
-            assert (rep, data) in found, (rep, data)
-    assert ('vit-base-p16-lastcls', 'in1k') in found
-    assert ('vit-base-p16-concat4cls', 'in1k') in found
+    """The evaluation matrix: every encoder of the paper's tables x its two
+    representations x every downstream dataset."""
+    found = sorted((p['rep'], p['data']) for p in map(_parts, CONFIGS))
+    assert found == sorted(
+        (rep, data) for rep in REPRESENTATION_DIMS
+        for data in DATASET_SETTINGS)
 
 
 @pytest.mark.parametrize('path', CONFIGS, ids=osp.basename)
@@ -94,7 +114,9 @@ def test_config_follows_vissl_protocol(path):
     if backbone.type == 'ResNet':
         assert backbone.frozen_stages == 4 and backbone.norm_eval is True
     else:
-        assert backbone.frozen_stages == 12 and backbone.drop_path_rate == 0
+        depth = 24 if backbone.arch == 'large' else 12
+        assert backbone.frozen_stages == depth
+        assert backbone.drop_path_rate == 0
     # VISSL optimiser: lr 0.01 per 256 images, Nesterov, wd 5e-4
     total_batch = int(parts['gpus']) * int(parts['batch'])
     assert cfg.train_dataloader.batch_size == int(parts['batch'])
@@ -164,7 +186,7 @@ def _representative(rep):
     return next(p for p in CONFIGS if _parts(p)['rep'] == rep)
 
 
-@pytest.mark.parametrize('rep', sorted(REPRESENTATION_DIMS))
+@pytest.mark.parametrize('rep', FULL_SIZE)
 def test_full_size_model_builds_frozen_and_gives_both_probes(rep):
     cfg = Config.fromfile(_representative(rep))
     cfg.model.backbone.init_cfg = None
@@ -188,6 +210,43 @@ def test_full_size_model_builds_frozen_and_gives_both_probes(rep):
     assert set(logits) == {'linear', 'bn_linear'}
     assert all(v.shape == (2, cfg.model.head.num_classes)
                for v in logits.values())
+
+
+def _state_shapes(module_cfg) -> dict:
+    init_default_scope('mmpretrain')
+    cfg = dict(module_cfg, init_cfg=None)
+    cfg.pop('frozen_stages', None)
+    return {k: tuple(v.shape)
+            for k, v in MODELS.build(cfg).state_dict().items()}
+
+
+@pytest.mark.parametrize('encoder', sorted(PRETRAINED_BY))
+def test_probe_encoder_loads_every_weight_of_its_pretraining(encoder):
+    """Each probe's frozen encoder (and the final norm its concat-4 neck
+    loads from 'backbone.ln1.') finds every weight, with its shape, in the
+    'backbone.' weights of the pretraining model (both narrowed alike)."""
+    pretrain = Config.fromfile(osp.join(REPO, 'configs',
+                                        PRETRAINED_BY[encoder]))
+    shrink_backbone(pretrain.model.backbone)
+    saved = {f'backbone.{k}': v
+             for k, v in _state_shapes(pretrain.model.backbone).items()}
+    for rep in (r for r in REPRESENTATION_DIMS
+                if r.rsplit('-', 1)[0] == encoder):
+        cfg = Config.fromfile(_representative(rep))
+        shrink_backbone(cfg.model.backbone)
+        needed = {f'backbone.{k}': v
+                  for k, v in _state_shapes(cfg.model.backbone).items()}
+        if cfg.model.get('neck', {}).get('type') == 'ConcatCLSNeck':
+            width = needed['backbone.cls_token'][-1]
+            needed.update({'backbone.ln1.weight': (width, ),
+                           'backbone.ln1.bias': (width, )})
+        assert {k: saved.get(k) for k in needed} == needed, rep
+    if encoder == 'data2vec-beit-base-p16':  # why it has its own encoder
+        plain = Config.fromfile(_representative('vit-base-p16-lastcls'))
+        shrink_backbone(plain.model.backbone)
+        plain = {f'backbone.{k}' for k in _state_shapes(
+            plain.model.backbone)}
+        assert 'backbone.pos_embed' in plain - set(saved)
 
 
 @pytest.fixture(scope='module')

@@ -1,6 +1,7 @@
 # CIFAR-100 for linear probing (paper App. E.2): the transforms of VISSL's
-# cifar100 config (resize 224 + flip; test: resize 224). data/cifar100 holds
-# cifar-100-python/ (read from disk, never downloaded).
+# cifar100 config (resize 224 + flip; test: resize 224; ViT probes: see
+# vit_*_pipeline). data/cifar100 holds cifar-100-python/ (read from disk,
+# never downloaded).
 dataset_type = 'CIFAR100Sorted'
 data_root = 'data/cifar100'
 num_classes = 100
@@ -19,6 +20,21 @@ train_pipeline = [
 ]
 test_pipeline = [
     dict(type='ResizeEdge', scale=224, edge='short', backend='pillow'),
+    dict(type='PackInputs'),
+]
+# ViT probes: VISSL's cifar100/models/vit_b16.yaml replaces the transforms
+# with ImageNet's, bicubic (RandomResizedCrop 224 + flip; test: resize 256,
+# center crop 224); the ViT benchmark configs select them
+vit_train_pipeline = [
+    dict(type='RandomResizedCrop', scale=224, backend='pillow',
+         interpolation='bicubic'),
+    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
+    dict(type='PackInputs'),
+]
+vit_test_pipeline = [
+    dict(type='ResizeEdge', scale=256, edge='short', backend='pillow',
+         interpolation='bicubic'),
+    dict(type='CenterCrop', crop_size=224),
     dict(type='PackInputs'),
 ]
 

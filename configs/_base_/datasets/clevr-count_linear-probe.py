@@ -46,7 +46,7 @@ val_dataloader = dict(
         data_root=data_root,
         split='test',
         pipeline=test_pipeline))
-# one top-1 (and top-5 when there are >= 5 classes) per linear probe
-val_evaluator = dict(type='MultiHeadAccuracy', topk=(1, 5))
+# one top-1 per linear probe (VISSL's CLEVR meters: topk_values [1])
+val_evaluator = dict(type='MultiHeadAccuracy', topk=(1, ))
 test_dataloader = val_dataloader
 test_evaluator = val_evaluator

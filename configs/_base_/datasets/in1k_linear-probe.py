@@ -1,6 +1,6 @@
 # ImageNet-1K for linear probing (paper App. E.2): the transforms of VISSL's
 # imagenet1k config (RandomResizedCrop 224 + flip; test: resize 256, center
-# crop 224). mmpretrain's ImageNet dataset: data/imagenet holds train/, val/
+# crop 224; ViT probes: bicubic). mmpretrain's ImageNet dataset: data/imagenet holds train/, val/
 # and meta/{train,val}.txt.
 dataset_type = 'ImageNet'
 data_root = 'data/imagenet'
@@ -21,6 +21,23 @@ train_pipeline = [
 test_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='ResizeEdge', scale=256, edge='short', backend='pillow'),
+    dict(type='CenterCrop', crop_size=224),
+    dict(type='PackInputs'),
+]
+# ViT probes: the same with bicubic interpolation (VISSL's models/vit_b16.yaml
+# for imagenet1k, inaturalist18 and places205: interpolation 3); the ViT
+# benchmark configs select them (KITTI/Dist's ViT probes keep the above)
+vit_train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='RandomResizedCrop', scale=224, backend='pillow',
+         interpolation='bicubic'),
+    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
+    dict(type='PackInputs'),
+]
+vit_test_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='ResizeEdge', scale=256, edge='short', backend='pillow',
+         interpolation='bicubic'),
     dict(type='CenterCrop', crop_size=224),
     dict(type='PackInputs'),
 ]

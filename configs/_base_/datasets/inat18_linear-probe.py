@@ -2,7 +2,8 @@
 # VISSL's inaturalist18 config (RandomResizedCrop 224 + flip; test: resize 256,
 # center crop 224). data/inat18 holds the official train2018.json, val2018.json
 # and train_val2018/; split='test' is the official val set.
-# Same transforms, loaders and metric as the ImageNet probe.
+# Same transforms (ViT probes: bicubic, VISSL's models/vit_b16.yaml), loaders
+# and metric as the ImageNet probe.
 _base_ = './in1k_linear-probe.py'
 dataset_type = 'INat18'
 data_root = 'data/inat18'

@@ -3,7 +3,8 @@
 # 224). data/places205 holds the official trainvalsplit_places205/ and
 # data/vision/torralba/deeplearning/images256/; split='test' is the official
 # val list; labels in sorted class-name order.
-# Same transforms, loaders and metric as the ImageNet probe.
+# Same transforms (ViT probes: bicubic, VISSL's models/vit_b16.yaml), loaders
+# and metric as the ImageNet probe.
 _base_ = './in1k_linear-probe.py'
 dataset_type = 'Places205Sorted'
 data_root = 'data/places205'

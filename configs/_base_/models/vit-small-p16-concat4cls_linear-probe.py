@@ -35,4 +35,14 @@ model = dict(
         num_classes=1000,  # set per dataset
         in_channels=1536,
         probes=('linear', 'bn_linear'),
+        # VISSL eval_mlp: BatchNorm2d with its defaults (affine, eps 1e-5,
+        # momentum 0.1) before the Linear layer
+        bn_affine=True,
+        bn_eps=1e-5,
+        bn_momentum=0.1,
+        # no mmengine init: PyTorch's default Linear init, as VISSL's heads
+        init_cfg=[],
         loss=dict(type='CrossEntropyLoss', loss_weight=1.0)))
+# VISSL converts every BatchNorm to SyncBN (CONVERT_BN_TO_SYNC_BN): the BN
+# probe normalises with the statistics of the global batch (multi-GPU runs)
+sync_bn = 'torch'

@@ -7,6 +7,9 @@ _base_ = [
     '../../_base_/default_runtime.py',
 ]
 model = dict(head=dict(num_classes=1000))
+# VISSL's ResNet probes (regularize_bn: False): no weight decay on the
+# BatchNorm probe's scale and shift
+optim_wrapper = dict(paramwise_cfg=dict(norm_decay_mult=0.0))
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=100),
     checkpoint=dict(type='CheckpointHook', interval=1, max_keep_ckpts=1))

@@ -25,10 +25,34 @@ class Data2VecViT(BEiTPretrainViT):
     ``patch_size``, ``drop_path_rate``, ``layer_scale_init_value``,
     ``layer_cfgs=dict(attn_drop_rate=...)``, ``out_type``).
 
+    ``frozen_stages`` equal to the depth freezes the whole encoder for a
+    linear probe: besides what ``BEiTViT`` freezes, the shared relative
+    position bias and the mask token, which belong to no block and which
+    ``BEiTViT`` would leave trainable.
+
     Args:
         **kwargs: Arguments of
             :class:`mmpretrain.models.selfsup.beit.BEiTPretrainViT`.
     """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        # BEiTViT froze its stages before BEiTPretrainViT made the mask token
+        if self.frozen_stages == len(self.layers):
+            self._freeze_stages()
+
+    def _freeze_stages(self) -> None:
+        """``BEiTViT``'s freezing; with every block frozen, also the shared
+        relative position bias and the mask token."""
+        super()._freeze_stages()
+        if self.frozen_stages != len(self.layers):
+            return
+        extra = list(self.rel_pos_bias.parameters()) \
+            if self.rel_pos_bias is not None else []
+        if getattr(self, 'mask_token', None) is not None:
+            extra.append(self.mask_token)
+        for param in extra:
+            param.requires_grad = False
 
     def forward(self,
                 x: Tensor,

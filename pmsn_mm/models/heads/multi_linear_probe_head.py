@@ -76,15 +76,19 @@ class MultiLinearProbeHead(BaseModule):
         bn_channels: Channels of the BatchNorm in ``bn_linear`` (must divide
             ``in_channels``). Defaults to ``in_channels`` (one statistic per
             feature); VISSL's 8192-d ResNet representation uses 2048.
-        bn_affine: Learnable BN scale/shift. Defaults to False (MAE's probe;
-            VISSL's ``eval_mlp`` BN is affine, which spans the same functions
-            since a Linear layer follows).
+        bn_affine: Learnable BN scale/shift. Defaults to False (MAE's probe);
+            VISSL's ``eval_mlp`` BN is affine (the benchmark configs set
+            True): the same functions, since a Linear layer follows, but a
+            different parametrisation under SGD and weight decay.
         bn_eps: BN epsilon (VISSL: 1e-5).
         bn_momentum: BN momentum (VISSL: 0.1).
         loss: Loss config or module, called as ``loss(logits, target,
             avg_factor=B)``. Defaults to ``CrossEntropyLoss``.
-        init_cfg: mmengine init config. Defaults to VISSL's probe init:
-            Linear weights normal (std 0.01), biases 0.
+        init_cfg: mmengine init config. Defaults to Linear weights normal
+            (std 0.01), biases 0 (MAE's probe). ``[]`` keeps PyTorch's
+            default Linear init, VISSL's (``vissl/models/heads/mlp.py``: "we
+            use the default normal or uniform initialization"), as the
+            benchmark configs do.
     """
 
     def __init__(self,

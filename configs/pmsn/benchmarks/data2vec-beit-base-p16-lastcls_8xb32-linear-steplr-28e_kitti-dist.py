@@ -1,0 +1,13 @@
+# Linear probe of paper App. E.2 (VISSL defaults): data2vec ViT-B/16
+# (BEiT-style) last-layer CLS token on KITTI/Dist; plain linear + BN-linear
+# probes trained in one run.
+_base_ = [
+    '../../_base_/models/data2vec-beit-base-p16-lastcls_linear-probe.py',
+    '../../_base_/datasets/kitti-dist_linear-probe.py',
+    '../../_base_/schedules/sgd-nesterov_steplr-28e.py',
+    '../../_base_/default_runtime.py',
+]
+model = dict(head=dict(num_classes=4))
+default_hooks = dict(
+    logger=dict(type='LoggerHook', interval=100),
+    checkpoint=dict(type='CheckpointHook', interval=1, max_keep_ckpts=1))

@@ -1,0 +1,13 @@
+# Linear probe of paper App. E.2 (VISSL defaults): ViT-B/16 concatenated CLS
+# tokens of the last 4 blocks on CLEVR/Dist; plain linear + BN-linear probes
+# trained in one run.
+_base_ = [
+    '../../_base_/models/vit-base-p16-concat4cls_linear-probe.py',
+    '../../_base_/datasets/clevr-dist_linear-probe.py',
+    '../../_base_/schedules/sgd-nesterov_coslr-100e.py',
+    '../../_base_/default_runtime.py',
+]
+model = dict(head=dict(num_classes=6))
+default_hooks = dict(
+    logger=dict(type='LoggerHook', interval=100),
+    checkpoint=dict(type='CheckpointHook', interval=1, max_keep_ckpts=1))
