@@ -19,7 +19,6 @@ import copy
 import logging
 import math
 import os.path as osp
-import re
 import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -31,6 +30,8 @@ from mmengine.registry import PARAM_SCHEDULERS, init_default_scope
 from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
 
+from .recipe import _NAME_BATCH, _round
+
 #: Transforms that read or pack data and change no pixel.
 _NO_PIXELS = ('LoadImageFromFile', 'PackInputs')
 #: torchvision's RandomResizedCrop defaults (VISSL's transforms).
@@ -38,18 +39,8 @@ _RRC_SCALE, _RRC_RATIO = (0.08, 1.0), (3 / 4, 4 / 3)
 #: (embed dims, depth) of a ViT -> the paper's name.
 _VIT_NAMES = {(384, 12): 'vit-small', (768, 12): 'vit-base',
               (1024, 24): 'vit-large'}
-_NAME_BATCH = re.compile(r'_(\d+)xb(\d+)[-_]')
 #: Keys a probe entry of ``configs`` needs.
 ENTRY_KEYS = ('encoder', 'representation', 'dataset')
-
-
-def _round(value: Any) -> Any:
-    """Floats to 12 significant digits, tuples as lists."""
-    if isinstance(value, float):
-        return float(f'{value:.12g}')
-    if isinstance(value, (list, tuple)):
-        return [_round(v) for v in value]
-    return value
 
 
 # ----------------------------------------------------------------- the model

@@ -273,14 +273,21 @@ def _schedules(cfg: Config, optimizer: torch.optim.Optimizer,
     scheds = cfg.get('param_scheduler') or []
     if isinstance(scheds, dict):
         scheds = [scheds]
+    # schedulers act on each parameter group alone: step them on a copy of
+    # the most decayed group (stepping hundreds of per-parameter groups
+    # through a whole run would cost seconds per config)
+    source = max(optimizer.param_groups, key=lambda g: g['weight_decay'])
+    single = torch.optim.SGD([torch.zeros(1, requires_grad=True)],
+                             lr=source['lr'],
+                             weight_decay=source['weight_decay'])
     built = [
         PARAM_SCHEDULERS.build(
             copy.deepcopy(s),
-            default_args=dict(optimizer=optimizer,
+            default_args=dict(optimizer=single,
                               epoch_length=iters_per_epoch))
         for s in scheds
     ]
-    group = max(optimizer.param_groups, key=lambda g: g['weight_decay'])
+    group = single.param_groups[0]
     lrs, wds = [], []
     with warnings.catch_warnings():  # stepped without optimizer steps
         warnings.simplefilter('ignore', UserWarning)

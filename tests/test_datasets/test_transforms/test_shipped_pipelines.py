@@ -70,7 +70,8 @@ PIPELINES = _shipped_pipelines()
 @pytest.fixture(scope='module')
 def sample_root(tmp_path_factory):
     root = tmp_path_factory.mktemp('awkward')
-    make_sample_data(str(root / 'data'), ['imagenet', 'cifar100'])
+    make_sample_data(str(root / 'data'), ['imagenet', 'cifar100', 'cifar10',
+                                          'mnist'])
     return root
 
 
