@@ -19,18 +19,17 @@ import copy
 import logging
 import math
 import os.path as osp
-import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from mmengine.config import Config, ConfigDict
-from mmengine.logging import MMLogger
 from mmengine.optim import build_optim_wrapper
-from mmengine.registry import PARAM_SCHEDULERS, init_default_scope
+from mmengine.registry import init_default_scope
 from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
 
-from .recipe import _NAME_BATCH, _round
+from .recipe import (_NAME_BATCH, _round, quiet_current_logger,
+                     same_value, scheduler_curves)
 
 #: Transforms that read or pack data and change no pixel.
 _NO_PIXELS = ('LoadImageFromFile', 'PackInputs')
@@ -191,14 +190,9 @@ def _groups(optimizer: torch.optim.Optimizer) -> Dict[int, dict]:
 
 def _optimizer(cfg: Config, model: nn.Module) -> Tuple[Dict[str, Any], Any]:
     """Optimizer settings of the probes' parameters, as built."""
-    logger = MMLogger.get_current_instance()
-    level = logger.level
-    logger.setLevel(logging.ERROR)  # one line per frozen parameter
-    try:
+    with quiet_current_logger(logging.ERROR):  # a line per frozen parameter
         wrapper = build_optim_wrapper(model,
                                       copy.deepcopy(cfg.optim_wrapper))
-    finally:
-        logger.setLevel(level)
     optimizer = wrapper.optimizer
     groups = _groups(optimizer)
     linear = model.head.probes['linear'] if 'linear' in model.head.probes \
@@ -229,19 +223,9 @@ def _lr_curve(cfg: Config, wrapper: Any) -> Tuple[List[float], str]:
     by_epoch = all(s.get('by_epoch', True)
                    and not s.get('convert_to_iter_based', False)
                    for s in schedulers)
-    built = [
-        PARAM_SCHEDULERS.build(
-            dict(copy.deepcopy(s), optimizer=wrapper))
-        for s in schedulers
-    ]
-    group = wrapper.optimizer.param_groups[0]
-    curve = []
-    with warnings.catch_warnings():  # no optimizer.step() between steps
-        warnings.simplefilter('ignore', UserWarning)
-        for _ in range(cfg.train_cfg.max_epochs):
-            curve.append(group['lr'])
-            for scheduler in built:
-                scheduler.step()
+    curve, _, _ = scheduler_curves(schedulers,
+                                   wrapper.optimizer.param_groups[0],
+                                   cfg.train_cfg.max_epochs)
     return curve, 'epoch' if by_epoch else 'iter'
 
 
@@ -481,18 +465,6 @@ def split_key(key: str) -> Tuple[str, str]:
     """``'vit.in1k.probe_lr'`` -> ``('vit.in1k', 'probe_lr')``."""
     scope, _, quantity = key.rpartition('.')
     return scope, quantity
-
-
-def same_value(a: Any, b: Any, rel: float = 1e-9) -> bool:
-    """Equal; floats to ``rel``, lists element-wise, bools only to bools."""
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(
-            same_value(x, y, rel) for x, y in zip(a, b))
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a is b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
-    return a == b
 
 
 def expected_probe_recipe(table: dict, config: str) -> Dict[str, dict]:

@@ -11,12 +11,13 @@ config. ``tests/test_configs/test_recipes.py`` compares them with the tables;
 
 Not imported by ``import pmsn_mm`` (it builds whole models).
 """
+import contextlib
 import copy
 import logging
 import os.path as osp
 import re
 import warnings
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 from mmengine.config import Config, ConfigDict
@@ -268,34 +269,68 @@ def _optim_wrapper_cfg(cfg: Config) -> ConfigDict:
     return wrapper
 
 
-def _schedules(cfg: Config, optimizer: torch.optim.Optimizer,
-               iters_per_epoch: int, total_iters: int) -> Dict[str, Any]:
-    scheds = cfg.get('param_scheduler') or []
-    if isinstance(scheds, dict):
-        scheds = [scheds]
-    # schedulers act on each parameter group alone: step them on a copy of
-    # the most decayed group (stepping hundreds of per-parameter groups
-    # through a whole run would cost seconds per config)
-    source = max(optimizer.param_groups, key=lambda g: g['weight_decay'])
+@contextlib.contextmanager
+def quiet_current_logger(level: int = logging.WARNING) -> Iterator[None]:
+    """Raise the current mmengine logger's level for a block (building an
+    optimizer logs one line per parameter with a paramwise setting)."""
+    logger = MMLogger.get_current_instance()
+    old = logger.level
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(old)
+
+
+def scheduler_curves(schedulers: Any, group: dict, steps: int,
+                     epoch_length: int = 1
+                     ) -> Tuple[List[float], List[float], list]:
+    """The lr and weight decay of one parameter group at every step of the
+    configured parameter schedulers (built with the registry, stepped as
+    mmengine's ``ParamSchedulerHook`` does).
+
+    Schedulers act on each group alone, so they are stepped on a copy of
+    ``group`` (stepping hundreds of per-parameter groups through a whole
+    run costs seconds per config).
+
+    Args:
+        schedulers: ``cfg.param_scheduler`` (a dict, a list or None).
+        group: A parameter group of the built optimizer.
+        steps: How many values to record (one per step).
+        epoch_length: Iterations per epoch, for ``convert_to_iter_based``.
+
+    Returns:
+        ``(lrs, weight_decays, schedulers)``: the values at each of the
+        ``steps`` steps and the built schedulers.
+    """
+    if isinstance(schedulers, dict):
+        schedulers = [schedulers]
     single = torch.optim.SGD([torch.zeros(1, requires_grad=True)],
-                             lr=source['lr'],
-                             weight_decay=source['weight_decay'])
+                             lr=group['lr'],
+                             weight_decay=group['weight_decay'])
     built = [
         PARAM_SCHEDULERS.build(
             copy.deepcopy(s),
-            default_args=dict(optimizer=single,
-                              epoch_length=iters_per_epoch))
-        for s in scheds
+            default_args=dict(optimizer=single, epoch_length=epoch_length))
+        for s in schedulers or []
     ]
-    group = single.param_groups[0]
+    copy_group = single.param_groups[0]
     lrs, wds = [], []
     with warnings.catch_warnings():  # stepped without optimizer steps
         warnings.simplefilter('ignore', UserWarning)
-        for _ in range(total_iters):
-            lrs.append(group['lr'])
-            wds.append(group['weight_decay'])
+        for _ in range(steps):
+            lrs.append(copy_group['lr'])
+            wds.append(copy_group['weight_decay'])
             for scheduler in built:
                 scheduler.step()
+    return lrs, wds, built
+
+
+def _schedules(cfg: Config, optimizer: torch.optim.Optimizer,
+               iters_per_epoch: int, total_iters: int) -> Dict[str, Any]:
+    source = max(optimizer.param_groups, key=lambda g: g['weight_decay'])
+    lrs, wds, built = scheduler_curves(cfg.get('param_scheduler'), source,
+                                       total_iters, iters_per_epoch)
     out: Dict[str, Any] = dict(
         lr=_round(max(lrs)), warmup_start_lr=_round(lrs[0]),
         warmup_epochs=0, lr_schedule='constant', final_lr=None, lr_schedule_epochs=None,
@@ -402,13 +437,8 @@ def resolve_recipe(path: str) -> Dict[str, Any]:
     if cfg.get('data_preprocessor') is not None:  # as mmengine's Runner
         model_cfg.setdefault('data_preprocessor',
                              copy.deepcopy(cfg.data_preprocessor))
-    logger = MMLogger.get_current_instance()
-    level = logger.level
-    logger.setLevel(logging.WARNING)  # not the optimizer's per-param lines
-    try:
+    with quiet_current_logger():  # not the optimizer's per-param lines
         return _resolve(cfg, path, MODELS.build(model_cfg))
-    finally:
-        logger.setLevel(level)
 
 
 def _resolve(cfg: Config, path: str, model: nn.Module) -> Dict[str, Any]:

@@ -39,9 +39,8 @@ class Dataset(NamedTuple):
     base: Optional[str]  # _base_/datasets file; None: derived from `parent`
     schedule: str  # _base_/schedules/sgd-nesterov_{schedule}.py
     num_classes: int
-    vit_bicubic: bool  # VISSL's models/vit_b16.yaml overrides transforms
+    vit_bicubic: bool  # VISSL's ViT transforms: the `<base>_vit.py` base
     parent: Optional[str] = None  # the probe whose training set is subset
-    low_shot_wrapped: bool = False  # its base wraps the train set
 
 
 #: The encoders (SimCLR / VICReg ResNet-50, MSN / PMSN ViT-S/16 and ViT-B/16,
@@ -71,7 +70,7 @@ DATASETS: Dict[str, Dataset] = {
                         100, True),
     'cifar100-1pct': Dataset('CIFAR-100, 1% of the training labels',
                              'cifar100-1pct_linear-probe.py', 'steplr-28e',
-                             100, True, low_shot_wrapped=True),
+                             100, True),
     'places205': Dataset('Places205', 'places205_linear-probe.py',
                          'steplr-14e', 205, True),
     'clevr-count': Dataset('CLEVR/Count', 'clevr-count_linear-probe.py',
@@ -127,10 +126,15 @@ def config_text(encoder: str, representation: str, dataset: str) -> str:
         f'Linear probe of paper App. E.2 (VISSL defaults): {enc.title} '
         f'{REPRESENTATIONS[representation]} on {data.title}; plain linear + '
         'BN-linear probes trained in one run.')
+    # ViT probes of the datasets whose VISSL ViT transforms differ read the
+    # dataset's `_vit` base
+    vit_base = enc.family == 'vit' and data.vit_bicubic
+    dataset_base = data.base.replace('.py', '_vit.py') if vit_base \
+        else data.base
     text += f"""\
 _base_ = [
     '../../_base_/models/{encoder}-{representation}_linear-probe.py',
-    '../../_base_/datasets/{data.base}',
+    '../../_base_/datasets/{dataset_base}',
     '../../_base_/schedules/sgd-nesterov_{data.schedule}.py',
     '../../_base_/default_runtime.py',
 ]
@@ -141,18 +145,6 @@ model = dict(head=dict(num_classes={data.num_classes}))
 # VISSL's ResNet probes (regularize_bn: False): no weight decay on the
 # BatchNorm probe's scale and shift
 optim_wrapper = dict(paramwise_cfg=dict(norm_decay_mult=0.0))
-"""
-    if enc.family == 'vit' and data.vit_bicubic:
-        train = ('dataset=dict(dataset=dict(pipeline={{_base_.'
-                 'vit_train_pipeline}})))' if data.low_shot_wrapped else
-                 'dataset=dict(pipeline={{_base_.vit_train_pipeline}}))')
-        text += f"""\
-# ViT transforms (VISSL's models/vit_b16.yaml: bicubic)
-train_dataloader = dict(
-    {train}
-val_dataloader = dict(
-    dataset=dict(pipeline={{{{_base_.vit_test_pipeline}}}}))
-test_dataloader = val_dataloader
 """
     return text + HOOKS
 

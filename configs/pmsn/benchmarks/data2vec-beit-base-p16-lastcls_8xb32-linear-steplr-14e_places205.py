@@ -3,17 +3,11 @@
 # probes trained in one run.
 _base_ = [
     '../../_base_/models/data2vec-beit-base-p16-lastcls_linear-probe.py',
-    '../../_base_/datasets/places205_linear-probe.py',
+    '../../_base_/datasets/places205_linear-probe_vit.py',
     '../../_base_/schedules/sgd-nesterov_steplr-14e.py',
     '../../_base_/default_runtime.py',
 ]
 model = dict(head=dict(num_classes=205))
-# ViT transforms (VISSL's models/vit_b16.yaml: bicubic)
-train_dataloader = dict(
-    dataset=dict(pipeline={{_base_.vit_train_pipeline}}))
-val_dataloader = dict(
-    dataset=dict(pipeline={{_base_.vit_test_pipeline}}))
-test_dataloader = val_dataloader
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=100),
     checkpoint=dict(type='CheckpointHook', interval=1, max_keep_ckpts=1))

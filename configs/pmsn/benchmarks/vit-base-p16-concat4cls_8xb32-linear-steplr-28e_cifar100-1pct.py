@@ -3,17 +3,11 @@
 # linear + BN-linear probes trained in one run.
 _base_ = [
     '../../_base_/models/vit-base-p16-concat4cls_linear-probe.py',
-    '../../_base_/datasets/cifar100-1pct_linear-probe.py',
+    '../../_base_/datasets/cifar100-1pct_linear-probe_vit.py',
     '../../_base_/schedules/sgd-nesterov_steplr-28e.py',
     '../../_base_/default_runtime.py',
 ]
 model = dict(head=dict(num_classes=100))
-# ViT transforms (VISSL's models/vit_b16.yaml: bicubic)
-train_dataloader = dict(
-    dataset=dict(dataset=dict(pipeline={{_base_.vit_train_pipeline}})))
-val_dataloader = dict(
-    dataset=dict(pipeline={{_base_.vit_test_pipeline}}))
-test_dataloader = val_dataloader
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=100),
     checkpoint=dict(type='CheckpointHook', interval=1, max_keep_ckpts=1))

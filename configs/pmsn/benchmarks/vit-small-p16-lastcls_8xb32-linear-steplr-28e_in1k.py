@@ -2,17 +2,11 @@
 # token on ImageNet-1K; plain linear + BN-linear probes trained in one run.
 _base_ = [
     '../../_base_/models/vit-small-p16-lastcls_linear-probe.py',
-    '../../_base_/datasets/in1k_linear-probe.py',
+    '../../_base_/datasets/in1k_linear-probe_vit.py',
     '../../_base_/schedules/sgd-nesterov_steplr-28e.py',
     '../../_base_/default_runtime.py',
 ]
 model = dict(head=dict(num_classes=1000))
-# ViT transforms (VISSL's models/vit_b16.yaml: bicubic)
-train_dataloader = dict(
-    dataset=dict(pipeline={{_base_.vit_train_pipeline}}))
-val_dataloader = dict(
-    dataset=dict(pipeline={{_base_.vit_test_pipeline}}))
-test_dataloader = val_dataloader
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=100),
     checkpoint=dict(type='CheckpointHook', interval=1, max_keep_ckpts=1))
