@@ -20,6 +20,7 @@ from typing import Tuple
 
 import torch
 from mmengine.config import Config, DictAction
+from mmengine.model import is_model_wrapper
 from mmengine.runner import Runner
 from mmengine.runner.checkpoint import CheckpointLoader
 
@@ -106,6 +107,8 @@ def check_checkpoint_covers(model: torch.nn.Module, path: str) -> None:
     architecture (or without the ``backbone.`` prefix) would leave weights at
     their initialisation and be evaluated silently.
     """
+    if is_model_wrapper(model):  # distributed: keys without 'module.'
+        model = model.module
     ckpt = CheckpointLoader.load_checkpoint(path, map_location='cpu')
     state = ckpt.get('state_dict', ckpt) if isinstance(ckpt, dict) else {}
     keys = {k[len('module.'):] if k.startswith('module.') else k
@@ -122,11 +125,31 @@ def check_checkpoint_covers(model: torch.nn.Module, path: str) -> None:
             'for the EMA target).')
 
 
+def wrap_frozen_models(cfg: Config, launcher: str) -> None:
+    """Distributed testing wraps the model in
+    ``DeviceAwareDistributedDataParallel`` (mmengine's DDP wrapper on CUDA,
+    gloo DDP on CPU), which also takes a model without trainable
+    parameters: torch's DDP refuses the frozen encoder of the kNN and
+    logistic-regression benchmarks. A config's own ``model_wrapper_cfg`` is
+    kept.
+
+    Args:
+        cfg: The merged config; updated in place.
+        launcher: The ``--launcher`` value.
+    """
+    if launcher != 'none' and not cfg.get('model_wrapper_cfg'):
+        cfg.model_wrapper_cfg = dict(
+            type='DeviceAwareDistributedDataParallel',
+            broadcast_buffers=False)
+
+
 def run(argv=None) -> Tuple[Runner, dict]:
     """Test; returns the runner and the metrics."""
     args = parse_args(argv)
     cfg = merge_args(Config.fromfile(args.config), args)
+    pmsn_mm.utils.check_config_types(cfg)  # refuse misspelled types
     check_test_loop(cfg, args.config)
+    wrap_frozen_models(cfg, args.launcher)
     setup_cpu_distributed(cfg, args.launcher)
     if 'runner_type' not in cfg:
         runner = Runner.from_cfg(cfg)

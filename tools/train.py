@@ -7,8 +7,9 @@ Examples:
     bash tools/dist_train.sh CONFIG 8
 
 A run that does not resume refuses a work dir that already holds checkpoints
-(pass --resume or --overwrite); ``--resume`` without a path continues from
-``last_checkpoint`` resolved inside the work dir, else from its newest
+(pass --resume or --overwrite; the latter replaces the old checkpoints only
+once the new run has written one); ``--resume`` without a path continues
+from ``last_checkpoint`` resolved inside the work dir, else from its newest
 ``iter_N.pth``/``epoch_N.pth``, else starts from iteration 0 (and says so).
 """
 import argparse
@@ -24,6 +25,7 @@ from mmengine.runner import Runner
 
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
 from mmpretrain.registry import RUNNERS
+from pmsn_mm.engine.hooks import WorkDirOverwriteHook
 from pmsn_mm.upstream_notes import MMEngineFileClientNotes
 from pmsn_mm.utils import (end_distributed, exit_after_distributed_run,
                            prepare_work_dir, setup_cpu_distributed)
@@ -45,8 +47,10 @@ def parse_args(argv=None) -> argparse.Namespace:
         '--overwrite',
         action='store_true',
         help='start from iteration 0 in a work dir that holds checkpoints of '
-        'an earlier run, deleting them first (without this flag such a run is '
-        'refused)')
+        'an earlier run, replacing them: they are moved aside once the model, '
+        'data and optimizer are built, deleted when this run writes its '
+        'first checkpoint and put back if it fails before (without this flag '
+        'such a run is refused)')
     parser.add_argument(
         '--amp', action='store_true', help='automatic mixed precision (CUDA)')
     parser.add_argument(
@@ -126,16 +130,6 @@ def enable_auto_scale_lr(cfg: Config, config: str) -> None:
     cfg.auto_scale_lr.enable = True
 
 
-def launcher_rank(launcher: str) -> int:
-    """This process's rank before the process group exists.
-
-    Args:
-        launcher: The ``--launcher`` value.
-    """
-    name = 'SLURM_PROCID' if launcher == 'slurm' else 'RANK'
-    return int(os.environ.get(name, 0)) if launcher != 'none' else 0
-
-
 class LastValMetrics(Hook):
     """Keeps the metrics of the latest validation and the iteration it ran
     at, for :func:`log_final_metrics`."""
@@ -178,19 +172,26 @@ def main(argv=None) -> Runner:
     """Train; returns the runner (for scripts and tests)."""
     args = parse_args(argv)
     cfg = merge_args(Config.fromfile(args.config), args)
-    notes = prepare_work_dir(cfg, args.overwrite,
-                             launcher_rank(args.launcher))
+    pmsn_mm.utils.check_config_types(cfg)  # refuse misspelled types
+    plan = prepare_work_dir(cfg, args.overwrite)
+    # moves the earlier run's files only once everything is built
+    overwrite = WorkDirOverwriteHook(cfg.work_dir, plan)
     setup_cpu_distributed(cfg, args.launcher)
-    if 'runner_type' not in cfg:
-        runner = Runner.from_cfg(cfg)
-    else:
-        runner = RUNNERS.build(cfg)
-    runner.logger.addFilter(MMEngineFileClientNotes())
-    for note in notes:
-        runner.logger.info(note)
-    last = LastValMetrics()
-    runner.register_hook(last)
-    runner.train()
+    try:
+        if 'runner_type' not in cfg:
+            runner = Runner.from_cfg(cfg)
+        else:
+            runner = RUNNERS.build(cfg)
+        runner.logger.addFilter(MMEngineFileClientNotes())
+        for note in plan.notes:
+            runner.logger.info(note)
+        last = LastValMetrics()
+        runner.register_hook(last)
+        runner.register_hook(overwrite)
+        runner.train()
+    except BaseException:
+        overwrite.restore()
+        raise
     log_final_metrics(runner, last)
     end_distributed()
     return runner

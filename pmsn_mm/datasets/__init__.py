@@ -1,6 +1,7 @@
 """Datasets, samplers and transforms."""
 from . import samplers, transforms  # noqa: F401
 from .clevr import CLEVRCount, CLEVRDist, clevr_count_label, clevr_dist_label
+from .image_folder import ImageFolderDataset
 from .inat18 import INat18, inat18_samples
 from .kitti_dist import KITTIDist, kitti_dist_label, kitti_train_test_split
 from .knn_eval_dataset import KNNEvalDataset
@@ -16,5 +17,5 @@ __all__ = [
     'KITTIDist', 'kitti_dist_label', 'kitti_train_test_split',
     'KNNEvalDataset', 'LowShotDataset', 'list_subset_indices',
     'per_class_subset_indices', 'CIFAR100Sorted', 'Places205Sorted',
-    'padded_collate'
+    'padded_collate', 'ImageFolderDataset'
 ]

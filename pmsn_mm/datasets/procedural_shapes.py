@@ -33,8 +33,48 @@ STANDARD_MEAN, STANDARD_STD = 110.0, 45.0
 SUPERSAMPLE = 3
 
 
+def _class_mask(k: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Inside-the-object mask of class ``k`` (:data:`SHAPE_CLASSES` order)
+    in object coordinates (radius 1).
+
+    Args:
+        k: Class index.
+        u: Float array, rotated/scaled x coordinate.
+        v: Float array of the same shape, rotated/scaled y coordinate.
+
+    Returns:
+        Bool array of that shape.
+    """
+    name = SHAPE_CLASSES[k]
+    if name == 'disk':
+        return np.sqrt(u**2 + v**2) < 1.0
+    if name == 'square':
+        return np.maximum(np.abs(u), np.abs(v)) < 0.8
+    if name == 'triangle':
+        return (v > -0.5) & (v < 1.0 - np.sqrt(3.0) * np.abs(u))
+    if name == 'ring':
+        r = np.sqrt(u**2 + v**2)
+        return (r < 1.0) & (r > 0.6)
+    if name == 'plus':
+        return (((np.abs(u) < 0.3) & (np.abs(v) < 1.0))
+                | ((np.abs(v) < 0.3) & (np.abs(u) < 1.0)))
+    if name == 'bar':
+        return (np.abs(u) < 1.0) & (np.abs(v) < 0.28)
+    if name == 'star':
+        return np.sqrt(u**2 + v**2) < 0.55 + 0.45 * np.cos(5.0 * np.arctan2(
+            v, u))
+    if name == 'crescent':
+        return (np.sqrt(u**2 + v**2) < 1.0) & ((u - 0.45)**2 + v**2 > 0.75**2)
+    if name == 'striped_disk':
+        return (np.sqrt(u**2 + v**2) < 1.0) & (np.sin(2.5 * np.pi * u) > 0)
+    # checker_square
+    return (np.maximum(np.abs(u), np.abs(v)) < 0.8) & (
+        np.sin(np.pi * u / 0.4) * np.sin(np.pi * v / 0.4) > 0)
+
+
 def _shape_masks(label: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Inside-the-object masks in object coordinates (radius 1).
+    """Inside-the-object masks in object coordinates (radius 1); each image
+    is tested against its own class's shape only.
 
     Args:
         label: Int array of shape (N, 1, 1), class indices.
@@ -44,27 +84,11 @@ def _shape_masks(label: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     Returns:
         Bool array of shape (N, S, S).
     """
-    r = np.sqrt(u**2 + v**2)
-    phi = np.arctan2(v, u)
-    disk = r < 1.0
-    square = np.maximum(np.abs(u), np.abs(v)) < 0.8
-    triangle = (v > -0.5) & (v < 1.0 - np.sqrt(3.0) * np.abs(u))
-    candidates = [
-        disk,
-        square,
-        triangle,
-        (r < 1.0) & (r > 0.6),
-        ((np.abs(u) < 0.3) & (np.abs(v) < 1.0))
-        | ((np.abs(v) < 0.3) & (np.abs(u) < 1.0)),
-        (np.abs(u) < 1.0) & (np.abs(v) < 0.28),
-        r < 0.55 + 0.45 * np.cos(5.0 * phi),
-        disk & ((u - 0.45)**2 + v**2 > 0.75**2),
-        disk & (np.sin(2.5 * np.pi * u) > 0),
-        square & (np.sin(np.pi * u / 0.4) * np.sin(np.pi * v / 0.4) > 0),
-    ]
+    label = label.reshape(-1)
     out = np.zeros(u.shape, dtype=bool)
-    for k, mask in enumerate(candidates):
-        out |= (label == k) & mask
+    for k in np.unique(label):
+        rows = np.flatnonzero(label == k)
+        out[rows] = _class_mask(int(k), u[rows], v[rows])
     return out
 
 

@@ -30,6 +30,7 @@ from mmpretrain.datasets.categories import (CIFAR100_CATEGORIES,
 from mmpretrain.registry import DATASETS
 
 from .cifar_files import CIFARFilesMixin
+from .empty_classes import NonEmptyClassesMixin
 from .non_empty import NonEmptyDatasetMixin
 from .read_errors import NamedReadErrorsMixin
 
@@ -97,7 +98,7 @@ def places205_class_from_path(rel_path: str) -> Optional[str]:
 
 @DATASETS.register_module()
 class Places205Sorted(NamedReadErrorsMixin, NonEmptyDatasetMixin,
-                      Places205):
+                      NonEmptyClassesMixin, Places205):
     """mmpretrain's ``Places205`` with labels in sorted class-name order.
 
     With an annotation list (official ``<letter>/<class>/<file> <label>``
@@ -105,7 +106,10 @@ class Places205Sorted(NamedReadErrorsMixin, NonEmptyDatasetMixin,
     against the official label (``PLACES205_CATEGORIES[label]``); paths
     without a class name fall back to the official label, renumbered.
     Without an annotation list (a ``<class>/<image>`` folder tree), labels
-    follow the sorted folder names, which become the class names.
+    follow the sorted folder names, which become the class names; a class
+    folder without an image is refused (:class:`NonEmptyClassesMixin`)
+    unless ``allow_empty_classes=True``. Annotation lists may cover part of
+    the 205 classes (no check against ``classes`` there).
 
     Args:
         data_root: Root of ``data_prefix`` and ``ann_file``.
@@ -116,10 +120,14 @@ class Places205Sorted(NamedReadErrorsMixin, NonEmptyDatasetMixin,
             images256'`` unless they are given.
         data_prefix: Image folder (relative to ``data_root``).
         ann_file: Annotation list, or '' to scan a folder tree.
-        **kwargs: Passed to :class:`mmpretrain.datasets.Places205`.
+        **kwargs: Passed to :class:`mmpretrain.datasets.Places205`, and
+            ``allow_empty_classes`` (keep empty class folders of a folder
+            tree, as mmpretrain does: a logged warning; default False).
     """
 
     METAINFO = {'classes': PLACES205_SORTED_CATEGORIES}
+    # partial official lists (and the sample data) use some of the classes
+    CHECK_LISTED_CLASSES = False
 
     def __init__(self,
                  data_root: str = '',

@@ -13,6 +13,7 @@ Registered with mmengine's file-backend registry as ``'atomic_local'``;
 """
 import os
 import os.path as osp
+import shutil
 import uuid
 from pathlib import Path
 from typing import Union
@@ -48,10 +49,34 @@ def atomic_write_bytes(data: bytes, filepath: Union[str, Path]) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp_path, filepath)
-    except BaseException:
+    except BaseException as error:
         if osp.exists(tmp_path):
             os.remove(tmp_path)
+        if isinstance(error, OSError) and error.errno is not None:
+            raise OSError(error.errno, write_error_message(
+                error, filepath, len(data))) from error
         raise
+
+
+def write_error_message(error: OSError, filepath: str, size: int) -> str:
+    """What :func:`atomic_write_bytes` says when the system refuses a write
+    (disk full, quota, permissions): the file, the size, the free space,
+    and that the previous file is unchanged.
+
+    Args:
+        error: The system's error.
+        filepath: The destination.
+        size: Bytes that were to be written.
+    """
+    folder = osp.dirname(osp.abspath(filepath))
+    try:
+        free = f'{shutil.disk_usage(folder).free / 2**20:.1f} MiB free'
+    except OSError:
+        free = 'free space unknown'
+    return (f'{error.strerror or error}: could not write {filepath} '
+            f'({size / 2**20:.1f} MiB; {free} in {folder}). Nothing was '
+            'replaced: the previous file at that path, if any, is intact and '
+            'no partial file was left.')
 
 
 class AtomicLocalBackend(LocalBackend):

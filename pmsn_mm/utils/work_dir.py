@@ -8,7 +8,16 @@ Used by ``tools/train.py`` before the runner is built:
   absolute path of the original), else the newest ``iter_N.pth`` /
   ``epoch_N.pth`` (a run killed before ``last_checkpoint`` was written).
 - :func:`existing_checkpoints` lists what a fresh run would overwrite;
-  :func:`remove_checkpoints` removes it (``--overwrite``).
+  :func:`prepare_work_dir` refuses such a run unless ``--overwrite``, and
+  then only *plans* the replacement: nothing is touched before the runner
+  has built the model, datasets and optimizer.
+  :func:`move_aside` / :func:`restore_moved` / :func:`discard_moved` carry
+  it out (``WorkDirOverwriteHook``): the old files are moved into
+  ``<work_dir>/overwritten_<timestamp>/`` when training starts, deleted
+  once the new run has written a checkpoint and put back if it fails
+  before.
+- :func:`is_complete_checkpoint` tells a whole checkpoint file from a
+  truncated one, so ``--resume`` never picks the latter.
 
 Kept instead of ``mmengine.runner.find_latest_checkpoint``: it returns the
 ``last_checkpoint`` text as written (the original run's path, None without
@@ -18,6 +27,9 @@ import logging
 import os
 import os.path as osp
 import re
+import shutil
+import zipfile
+from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 from mmengine.config import Config
@@ -27,6 +39,27 @@ from mmengine.logging import print_log
 CHECKPOINT_RE = re.compile(r'^(iter|epoch)_(\d+)\.pth$')
 BEST_RE = re.compile(r'^best_.*\.pth$')
 LAST_CHECKPOINT = 'last_checkpoint'
+#: Folder (inside the work dir) holding an earlier run's checkpoints while
+#: an ``--overwrite`` run has not written its own yet.
+MOVED_ASIDE_PREFIX = 'overwritten_'
+
+
+def is_complete_checkpoint(path: str) -> bool:
+    """Whether ``path`` is a whole ``torch.save`` file (zip format).
+
+    A truncated copy lacks the zip's central directory at its end, so it is
+    told apart by reading that directory only (not the tensors). Damage in
+    the middle of a complete file is not detected here (``torch.load``
+    reports it).
+
+    Args:
+        path: A checkpoint file.
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return bool(archive.namelist())
+    except (OSError, zipfile.BadZipFile):
+        return False
 
 
 def _numbered_checkpoints(work_dir: str) -> List[Tuple[str, int, str]]:
@@ -59,24 +92,41 @@ def existing_checkpoints(work_dir: str) -> List[str]:
                 osp.join(work_dir, name)))
 
 
-def newest_checkpoint(work_dir: str) -> Optional[str]:
-    """The ``iter_N.pth`` with the largest N, else the newest ``epoch_N.pth``.
+def _warn(message: str, notes: Optional[List[str]]) -> None:
+    if notes is None:
+        print_log(message, logger='current', level=logging.WARNING)
+    else:
+        notes.append(message)
+
+
+def newest_checkpoint(work_dir: str,
+                      notes: Optional[List[str]] = None) -> Optional[str]:
+    """The complete ``iter_N.pth`` with the largest N, else the newest
+    complete ``epoch_N.pth`` (truncated files are skipped with a warning).
 
     Args:
         work_dir: Folder to search.
+        notes: Where warnings go (for the run's log); None logs them.
 
     Returns:
         The path, or None if there is none.
     """
     found = _numbered_checkpoints(work_dir)
     for kind in ('iter', 'epoch'):
-        steps = [(step, name) for k, step, name in found if k == kind]
-        if steps:
-            return osp.join(work_dir, max(steps)[1])
+        for _, name in sorted(((step, name) for k, step, name in found
+                               if k == kind), reverse=True):
+            path = osp.join(work_dir, name)
+            if is_complete_checkpoint(path):
+                return path
+            _warn(
+                f'{path} is not a complete checkpoint (truncated or not '
+                'written by torch.save); skipping it.', notes)
     return None
 
 
-def find_resume_checkpoint(work_dir: str) -> Optional[str]:
+def find_resume_checkpoint(work_dir: str,
+                           notes: Optional[List[str]] = None
+                           ) -> Optional[str]:
     """The checkpoint that ``--resume`` (without a path) continues from.
 
     ``last_checkpoint`` holds the path CheckpointHook wrote, which may be
@@ -88,6 +138,7 @@ def find_resume_checkpoint(work_dir: str) -> Optional[str]:
 
     Args:
         work_dir: The run's work dir.
+        notes: Where warnings go (for the run's log); None logs them.
 
     Returns:
         The checkpoint path, or None if ``work_dir`` holds none.
@@ -95,58 +146,141 @@ def find_resume_checkpoint(work_dir: str) -> Optional[str]:
     record = osp.join(work_dir, LAST_CHECKPOINT)
     recorded = ''
     if osp.isfile(record):
-        with open(record) as f:
-            recorded = f.read().strip()
+        with open(record, 'rb') as f:  # a damaged record may not be text
+            recorded = f.read().decode('utf-8', 'replace').strip()
+    problem = ''
     if recorded:
         local = osp.join(work_dir, osp.basename(recorded))
-        if osp.isfile(local):
-            return local
-        if osp.isfile(recorded):
-            return recorded
-    newest = newest_checkpoint(work_dir)
-    if recorded and newest is not None:
-        print_log(
-            f'{record} names {recorded!r}, which exists neither in the work '
-            f'dir nor at that path; resuming from the newest checkpoint in '
-            f'the work dir, {newest}.',
-            logger='current',
-            level=logging.WARNING)
+        for candidate in (local, recorded):
+            if '\0' not in candidate and osp.isfile(candidate):
+                if is_complete_checkpoint(candidate):
+                    return candidate
+                problem = (f'{record} names {candidate}, which is not a '
+                           'complete checkpoint (truncated or not written '
+                           'by torch.save)')
+                break
+        else:
+            problem = (f'{record} names {recorded!r}, which exists neither '
+                       'in the work dir nor at that path')
+    elif osp.isfile(record):
+        problem = f'{record} is empty'
+    newest = newest_checkpoint(work_dir, notes)
+    if problem and newest is not None:
+        _warn(
+            f'{problem}; resuming from the newest complete checkpoint in the '
+            f'work dir, {newest}.', notes)
     return newest
 
 
-def remove_checkpoints(work_dir: str) -> List[str]:
-    """Delete :func:`existing_checkpoints` (for ``--overwrite``).
+def move_aside(work_dir: str, names: List[str], tag: str) -> str:
+    """Move ``names`` from ``work_dir`` into a new folder
+    ``<work_dir>/overwritten_<tag>/`` (renames within one file system).
 
     Args:
         work_dir: The run's work dir.
+        names: File names in it (:func:`existing_checkpoints`).
+        tag: Distinguishes the folder, e.g. the new run's timestamp.
 
     Returns:
-        The removed file names.
+        The folder's path.
     """
-    names = existing_checkpoints(work_dir)
+    folder = osp.join(work_dir, MOVED_ASIDE_PREFIX + tag)
+    os.makedirs(folder)  # a new folder: fails rather than mixing two runs
     for name in names:
-        os.remove(osp.join(work_dir, name))
+        src = osp.join(work_dir, name)
+        if osp.isfile(src):
+            os.replace(src, osp.join(folder, name))
+    return folder
+
+
+def restore_moved(work_dir: str, folder: str) -> List[str]:
+    """Move the files of :func:`move_aside`'s ``folder`` back into
+    ``work_dir`` and remove the folder.
+
+    Args:
+        work_dir: The run's work dir.
+        folder: The folder :func:`move_aside` returned.
+
+    Returns:
+        The restored file names.
+
+    Raises:
+        FileExistsError: If ``work_dir`` already holds a file of that name
+            (the new run's); nothing is moved then.
+    """
+    names = sorted(os.listdir(folder))
+    clash = [n for n in names if osp.exists(osp.join(work_dir, n))]
+    if clash:
+        raise FileExistsError(
+            f'Cannot put the earlier run\'s files back from {folder}: '
+            f'{work_dir} holds new files of the same names ({clash}).')
+    for name in names:
+        os.replace(osp.join(folder, name), osp.join(work_dir, name))
+    os.rmdir(folder)
     return names
 
 
-def prepare_work_dir(cfg: Config, overwrite: bool = False,
-                     rank: int = 0) -> List[str]:
-    """Decide how a ``tools/train.py`` run treats its work dir.
+def discard_moved(folder: str) -> None:
+    """Delete :func:`move_aside`'s folder (the new run has checkpoints).
+
+    Args:
+        folder: The folder :func:`move_aside` returned.
+    """
+    shutil.rmtree(folder)
+
+
+def leftover_moved(work_dir: str) -> List[str]:
+    """Folders an interrupted ``--overwrite`` run left in ``work_dir``
+    (killed before it wrote a checkpoint or could put the files back).
+
+    Args:
+        work_dir: The run's work dir (need not exist).
+    """
+    if not osp.isdir(work_dir):
+        return []
+    return sorted(
+        osp.join(work_dir, n) for n in os.listdir(work_dir)
+        if n.startswith(MOVED_ASIDE_PREFIX)
+        and osp.isdir(osp.join(work_dir, n)))
+
+
+@dataclass
+class WorkDirPlan:
+    """What :func:`prepare_work_dir` decided.
+
+    Args:
+        notes: Messages for the run's log.
+        replace: Checkpoint files of an earlier run that ``--overwrite``
+            replaces: moved aside when training starts (see
+            ``WorkDirOverwriteHook``), after every component was built.
+        config_dump: With ``replace``: the earlier run's config dump
+            (``<work_dir>/<config file name>``) if there is one, which the
+            new runner rewrites while it is being built.
+    """
+
+    notes: List[str] = field(default_factory=list)
+    replace: List[str] = field(default_factory=list)
+    config_dump: Optional[str] = None
+
+
+def prepare_work_dir(cfg: Config, overwrite: bool = False) -> WorkDirPlan:
+    """Decide how a ``tools/train.py`` run treats its work dir; touches no
+    file.
 
     - ``--resume`` without a path: ``cfg.load_from`` is set to
       :func:`find_resume_checkpoint`; if there is none, ``cfg.resume`` is
       turned off and the run starts from iteration 0 (said in the log).
     - A run that does not resume, into a work dir holding checkpoints:
-      refused, unless ``overwrite``; then rank 0 deletes them first.
+      refused, unless ``overwrite``; then the files are listed in
+      ``replace`` for ``WorkDirOverwriteHook``.
 
     Args:
         cfg: The merged config (``work_dir``, ``resume``, ``load_from``);
             updated in place.
         overwrite: The ``--overwrite`` flag.
-        rank: This process's rank; only rank 0 deletes files.
 
     Returns:
-        Messages for the run's log.
+        The plan: log messages and the files to replace.
 
     Raises:
         ValueError: If both resuming and ``overwrite`` are asked for.
@@ -154,23 +288,30 @@ def prepare_work_dir(cfg: Config, overwrite: bool = False,
             neither resumes nor overwrites.
     """
     work_dir = cfg.work_dir
+    notes = [
+        f'{folder} holds checkpoints of an earlier run that an interrupted '
+        '--overwrite run moved aside; move them back or delete the folder.'
+        for folder in leftover_moved(work_dir)
+    ]
     if cfg.get('resume', False):
         if overwrite:
             raise ValueError(
                 '--resume continues the run in the work dir and --overwrite '
-                'deletes its checkpoints; pass only one of them.')
+                'replaces its checkpoints; pass only one of them.')
         if cfg.get('load_from') is not None:
-            return []
-        checkpoint = find_resume_checkpoint(work_dir)
+            return WorkDirPlan(notes)
+        checkpoint = find_resume_checkpoint(work_dir, notes)
         if checkpoint is None:
             cfg.resume = False
-            return [f'--resume: no checkpoint found in {work_dir}, starting '
-                    'from iteration 0.']
+            return WorkDirPlan(notes + [
+                f'--resume: no checkpoint found in {work_dir}, starting '
+                'from iteration 0.'
+            ])
         cfg.load_from = checkpoint
-        return [f'--resume: resuming from {checkpoint}.']
+        return WorkDirPlan(notes + [f'--resume: resuming from {checkpoint}.'])
     existing = existing_checkpoints(work_dir)
     if not existing:
-        return []
+        return WorkDirPlan(notes)
     if not overwrite:
         newest = find_resume_checkpoint(work_dir)
         resume = (f'pass --resume to continue from {newest}'
@@ -179,9 +320,9 @@ def prepare_work_dir(cfg: Config, overwrite: bool = False,
         raise FileExistsError(
             f'The work dir {work_dir} already holds checkpoints of an earlier '
             f'run ({", ".join(existing)}), which this run would overwrite. '
-            f'{resume[0].upper()}{resume[1:]}; pass --overwrite to delete '
+            f'{resume[0].upper()}{resume[1:]}; pass --overwrite to replace '
             'them and start from iteration 0; or choose another --work-dir.')
-    if rank == 0:
-        remove_checkpoints(work_dir)
-    return [f'--overwrite: deleted {", ".join(existing)} from {work_dir}; '
-            'starting from iteration 0.']
+    dump = osp.basename(cfg.filename) if cfg.filename else None
+    if dump is None or not osp.isfile(osp.join(work_dir, dump)):
+        dump = None
+    return WorkDirPlan(notes, existing, dump)

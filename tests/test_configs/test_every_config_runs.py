@@ -29,16 +29,6 @@ def _tool(name):
     return module
 
 
-@pytest.fixture(autouse=True)
-def unformatted_config_text(monkeypatch):
-    """Config dumps (``cfg.dump``, the runner's copy in the work dir and
-    its log) without yapf's layout pass: the same Python text, unformatted;
-    yapf took ~70 % of a 2-iteration run."""
-    import mmengine.config.config as mmengine_config
-    monkeypatch.setattr(mmengine_config, 'FormatCode',
-                        lambda text, **kwargs: (text, False))
-
-
 @pytest.fixture(scope='session')
 def sample_root(tmp_path_factory):
     """A working directory whose data/ holds every sample dataset."""

@@ -150,3 +150,21 @@ def test_the_tool_writes_and_corrupts(tmp_path, capsys):
     with pytest.raises(OSError):
         expected_rgb(damaged)
     assert json.dumps(sorted(roots)) == '["kitti", "mnist"]'
+
+
+def test_a_real_dataset_folder_is_never_written_into(tmp_path):
+    """make_sample_data refuses a format folder holding other files (a
+    real dataset's annotation list would be replaced) and writes nothing;
+    its own output can be rewritten."""
+    real = tmp_path / 'data' / 'imagenet' / 'meta'
+    real.mkdir(parents=True)
+    (real / 'train.txt').write_text('n01440764/real.JPEG 0\n')
+    with pytest.raises(FileExistsError, match=r"imagenet already holds files "
+                       r"that make_sample_data did not write \(e.g. "
+                       r"\['meta'\]\)"):
+        make_sample_data(str(tmp_path / 'data'), ['clevr', 'imagenet'])
+    assert (real / 'train.txt').read_text() == 'n01440764/real.JPEG 0\n'
+    assert not (tmp_path / 'data' / 'clevr').exists()  # checked first
+    first = make_sample_data(str(tmp_path / 'other'), ['kitti'])['kitti']
+    again = make_sample_data(str(tmp_path / 'other'), ['kitti'])['kitti']
+    assert first == again and os.listdir(first)

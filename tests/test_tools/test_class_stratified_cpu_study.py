@@ -104,3 +104,29 @@ def test_rerun_overwrites_the_old_checkpoints(tmp_path, monkeypatch):
     tool.main(['--work-dir', str(tmp_path), '--methods', 'msn', '--rerun'])
     assert len(calls) == 2  # balanced and imbalanced
     assert all(cmd[-1] == '--overwrite' for cmd in calls)
+
+
+def test_quick_check_runs_short_and_apart(tmp_path, monkeypatch):
+    """--quick: every training gets QUICK_OPTIONS and runs, like the
+    summary, under <work-dir>/quick, so that a later full study does not
+    take them for its own results."""
+    tool = _tool()
+    calls = []
+
+    def fake_training(cmd, check):
+        calls.append(cmd)
+        _log_knn(tmp_path / 'quick' /
+                 osp.basename(cmd[cmd.index('--work-dir') + 1]), 1.0, 2.0)
+
+    monkeypatch.setattr(tool.subprocess, 'run', fake_training)
+    rows = tool.main(['--work-dir', str(tmp_path), '--methods', 'msn',
+                      '--quick'])
+    assert len(calls) == 2 and len(rows) == 1
+    for cmd in calls:
+        assert osp.dirname(cmd[cmd.index('--work-dir') + 1]) == str(
+            tmp_path / 'quick')
+        assert cmd[cmd.index('--cfg-options') + 1:] == list(
+            tool.QUICK_OPTIONS)
+        assert 'train_cfg.max_iters=2' in cmd
+    assert (tmp_path / 'quick' / 'summary.json').is_file()
+    assert not (tmp_path / 'summary.json').exists()

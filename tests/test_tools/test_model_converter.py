@@ -1,6 +1,9 @@
 """pmsn_to_backbone: mmpretrain and timm weights of a PMSN encoder."""
 import importlib.util
+import os
 import os.path as osp
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -113,30 +116,63 @@ def test_timm_export_prints_lines_that_build_and_load(pmsn_ckpt, tmp_path,
             timm_vit(x), online(x)[0], rtol=1e-5, atol=1e-5)
 
 
-def test_timm_heads_come_from_the_training_config(tmp_path, capsys):
-    """A checkpoint of tools/train.py holds its config (meta['cfg']): the
-    printed constructor gets num_heads (here 2 of a 1-channel toy ViT)
-    from it, and the target encoder's features match too."""
+@pytest.fixture(scope='module')
+def trained(tmp_path_factory):
+    """A checkpoint of a real 2-iteration PMSN run (tools/train.py's Runner,
+    so it holds the training config in meta['cfg'] and mmengine's message
+    hub with HistoryBuffer objects), and the trained model."""
     from mmengine.config import Config
     from mmengine.runner import Runner
     from tests._configs import TINY_PMSN, write_config
+    tmp_path = tmp_path_factory.mktemp('trained')
     cfg = Config.fromfile(write_config(tmp_path, TINY_PMSN))
     cfg.work_dir = str(tmp_path / 'work')
     cfg.train_cfg.max_iters = 2
     cfg.val_dataloader = cfg.val_evaluator = cfg.val_cfg = None
     runner = Runner.from_cfg(cfg)
     runner.train()
-    src = osp.join(cfg.work_dir, 'iter_2.pth')
+    return osp.join(cfg.work_dir, 'iter_2.pth'), runner.model
+
+
+def test_timm_heads_come_from_the_training_config(trained, tmp_path, capsys):
+    """A checkpoint of tools/train.py holds its config (meta['cfg']): the
+    printed constructor gets num_heads (here 2 of a 1-channel toy ViT)
+    from it, and the target encoder's features match too."""
+    src, model = trained
     dst = str(tmp_path / 'timm.pth')
     _converter().main([src, dst, '--timm', '--target'])
     timm_vit = _exec_printed_code(capsys.readouterr().out)
     assert timm_vit.patch_embed.proj.in_channels == 1
     assert timm_vit.blocks[0].attn.num_heads == 2
-    target = runner.model.target_net.module[0]
+    target = model.target_net.module[0]
     target.eval()  # mmpretrain's train() returns None
     x = torch.randn(2, 1, 20, 20)
     with torch.no_grad():
         torch.testing.assert_close(timm_vit(x), target(x)[0], rtol=1e-5,
+                                   atol=1e-5)
+
+
+def test_timm_export_without_num_heads_as_a_command(trained, tmp_path):
+    """The documented command, in a fresh interpreter: reading the head
+    count loads the checkpoint (HistoryBuffer and numpy objects in its
+    message hub) with weights_only=True, so the allow-list must be in place
+    before that first load, not only when the weights are read."""
+    src, model = trained
+    dst = str(tmp_path / 'vit_timm.pth')
+    out = subprocess.run(
+        [sys.executable, 'tools/model_converters/pmsn_to_backbone.py', src,
+         dst, '--timm'],
+        cwd=REPO, capture_output=True, text=True,
+        env=dict(os.environ, OMP_NUM_THREADS='1'))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert osp.isfile(dst)
+    timm_vit = _exec_printed_code(out.stdout)
+    assert timm_vit.blocks[0].attn.num_heads == 2
+    online = model.backbone
+    online.eval()
+    x = torch.randn(2, 1, 20, 20)
+    with torch.no_grad():
+        torch.testing.assert_close(timm_vit(x), online(x)[0], rtol=1e-5,
                                    atol=1e-5)
 
 
@@ -188,6 +224,29 @@ def test_errors(pmsn_ckpt, tmp_path):
     # a ResNet backbone converts fine to the mmpretrain format
     state = converter.main([resnet, str(tmp_path / 'r.pth')])
     assert 'conv1.weight' in state
+
+
+def test_the_source_checkpoint_is_never_overwritten(pmsn_ckpt, tmp_path):
+    """dst naming the checkpoint being converted (directly or through a
+    link) is refused and leaves it intact."""
+    converter = _converter()
+    src = str(tmp_path / 'pmsn.pth')
+    with open(pmsn_ckpt[0], 'rb') as f:
+        data = f.read()
+    with open(src, 'wb') as f:
+        f.write(data)
+    os.symlink(src, str(tmp_path / 'link.pth'))
+    for dst in (src, str(tmp_path / 'link.pth'), str(tmp_path / '.' /
+                                                     'pmsn.pth')):
+        with pytest.raises(ValueError, match=f'dst {dst} is the checkpoint '
+                           'being converted'):
+            converter.main([src, dst, '--target'])
+    with open(src, 'rb') as f:
+        assert f.read() == data
+    # another output file is written whole, with no temporary left
+    converter.main([src, str(tmp_path / 'out.pth'), '--target'])
+    assert sorted(os.listdir(tmp_path)) == ['link.pth', 'out.pth',
+                                            'pmsn.pth']
 
 
 def test_help_exits_cleanly():

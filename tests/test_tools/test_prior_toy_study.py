@@ -28,6 +28,9 @@ TINY = [
     'train_dataloader.dataset.num_samples=64',
     'knn_train_dataset.num_samples=120',
     'knn_test_dataset.num_samples=40',
+    # the val loop's final kNN (the study computes its own)
+    'val_dataloader.dataset.memory.num_samples=120',
+    'val_dataloader.dataset.query.num_samples=40',
     'custom_hooks=[]',
 ]
 
@@ -181,3 +184,26 @@ def test_study_runs_pswav_with_fixed_and_adaptive_priors(tmp_path):
     assert '| adaptive | 1 |' in out['table']
     assert 'prior tau' in out['table']
     assert (tmp_path / 'fig3_adaptive.png').read_bytes()[:8] == PNG_HEADER
+
+
+def test_quick_check_settings():
+    """--quick: the first seed, 2 iterations, 128 images per toy set, small
+    figures; explicit --max-iters and num_samples win; each run's logger
+    and visualizer have their own name."""
+    args = study.parse_args([CONFIG, '--seeds', '0', '1', '2', '--quick'])
+    assert args.seeds == [0]
+    assert args.max_iters == study.QUICK_ITERS == 2
+    assert args.data_options == ['num_samples=128']
+    assert (args.num_refs, args.num_neighbors) == (2, 3)
+    cfg = study.make_config(args, 'uniform', 'forward', 0)
+    assert cfg.train_cfg.max_iters == 2
+    assert cfg.val_dataloader.dataset.query.num_samples == 128
+    stem = osp.splitext(osp.basename(CONFIG))[0]
+    assert cfg.experiment_name == f'{stem}_uniform_seed0'
+    args = study.parse_args([CONFIG, '--quick', '--max-iters', '5',
+                             '--data-options', 'num_samples=64',
+                             'digit_size=12'])
+    assert args.max_iters == 5
+    assert args.data_options == ['num_samples=64', 'digit_size=12']
+    plain = study.parse_args([CONFIG])
+    assert plain.seeds == [0, 1, 2] and plain.max_iters is None

@@ -69,11 +69,6 @@ def test_launcher_choices():
         train.parse_args(['x.py', '--launcher', 'ssh'])
 
 
-def test_overwrite_flag_and_launcher_rank(monkeypatch):
+def test_overwrite_flag():
     assert train.parse_args(['x.py', '--overwrite']).overwrite is True
     assert train.parse_args(['x.py']).overwrite is False
-    monkeypatch.setenv('RANK', '3')
-    monkeypatch.setenv('SLURM_PROCID', '5')
-    assert train.launcher_rank('pytorch') == 3
-    assert train.launcher_rank('slurm') == 5
-    assert train.launcher_rank('none') == 0

@@ -4,17 +4,32 @@ import os.path as osp
 import shutil
 
 import pytest
+import torch
 from mmengine.config import Config
 
-from pmsn_mm.utils import (existing_checkpoints, find_resume_checkpoint,
-                           newest_checkpoint, prepare_work_dir)
+from pmsn_mm.utils import (WorkDirPlan, discard_moved, existing_checkpoints,
+                           find_resume_checkpoint, is_complete_checkpoint,
+                           move_aside, newest_checkpoint, prepare_work_dir,
+                           restore_moved)
 
 
 def _touch(folder, *names):
+    """Complete ``torch.save`` files for ``*.pth`` names, text otherwise."""
     os.makedirs(folder, exist_ok=True)
     for name in names:
-        with open(osp.join(folder, name), 'w') as f:
-            f.write('x')
+        path = osp.join(folder, name)
+        if name.endswith('.pth'):
+            torch.save(dict(name=name), path)
+        else:
+            with open(path, 'w') as f:
+                f.write('x')
+
+
+def _truncate(path, keep=0.5):
+    with open(path, 'rb') as f:
+        data = f.read()
+    with open(path, 'wb') as f:
+        f.write(data[:int(len(data) * keep)])
 
 
 def _record(folder, text):
@@ -48,13 +63,18 @@ def test_record_outside_the_work_dir_is_used_as_written(tmp_path):
     assert find_resume_checkpoint(work) == osp.join(out, 'iter_3.pth')
 
 
-@pytest.mark.parametrize('record', [None, '', '/gone/iter_2.pth'])
+@pytest.mark.parametrize(
+    'record', [None, '', '/gone/iter_2.pth', b'\x00\xff\xfe\x89PNG garbage',
+               b'iter_9.pth\x00\x00\x00'])
 def test_without_a_usable_record_the_newest_checkpoint_is_taken(
         tmp_path, record):
     work = str(tmp_path)
     _touch(work, 'iter_9.pth', 'iter_10.pth', 'epoch_50.pth', 'best_x.pth',
            'notes.pth')
-    if record is not None:
+    if isinstance(record, bytes):  # a damaged record file
+        with open(osp.join(work, 'last_checkpoint'), 'wb') as f:
+            f.write(record)
+    elif record is not None:
         _record(work, record)
     # numeric, not lexicographic; iterations before epochs
     assert find_resume_checkpoint(work) == osp.join(work, 'iter_10.pth')
@@ -86,37 +106,90 @@ def test_fresh_run_into_a_dir_with_checkpoints_is_refused(tmp_path):
         f'The work dir {work} already holds checkpoints of an earlier run '
         '(best_acc.pth, iter_2.pth, iter_4.pth, last_checkpoint), which this '
         f'run would overwrite. Pass --resume to continue from {work}/'
-        'iter_4.pth; pass --overwrite to delete them and start from iteration '
-        '0; or choose another --work-dir.')
+        'iter_4.pth; pass --overwrite to replace them and start from '
+        'iteration 0; or choose another --work-dir.')
     # load_from (fine-tuning) would overwrite them too
     with pytest.raises(FileExistsError):
         prepare_work_dir(_cfg(work, load_from='pretrained.pth'))
 
 
-def test_overwrite_deletes_on_rank_0_only(tmp_path):
+def test_overwrite_only_plans_the_replacement(tmp_path):
+    """prepare_work_dir touches nothing: it lists what to replace."""
     work = str(tmp_path)
     _touch(work, 'iter_2.pth', 'last_checkpoint', 'config.py')
-    assert prepare_work_dir(_cfg(work), overwrite=True, rank=1) == [
-        f'--overwrite: deleted iter_2.pth, last_checkpoint from {work}; '
-        'starting from iteration 0.'
+    before = {n: open(osp.join(work, n), 'rb').read()
+              for n in os.listdir(work)}
+    plan = prepare_work_dir(_cfg(work), overwrite=True)
+    assert plan == WorkDirPlan([], ['iter_2.pth', 'last_checkpoint'])
+    assert {n: open(osp.join(work, n), 'rb').read()
+            for n in os.listdir(work)} == before
+
+
+def test_move_aside_restore_and_discard(tmp_path):
+    work = str(tmp_path)
+    _touch(work, 'iter_2.pth', 'best_acc.pth', 'last_checkpoint', 'x.log')
+    data = {n: open(osp.join(work, n), 'rb').read() for n in os.listdir(work)}
+    folder = move_aside(work, ['best_acc.pth', 'iter_2.pth',
+                               'last_checkpoint'], '20261125_101010')
+    assert folder == osp.join(work, 'overwritten_20261125_101010')
+    assert sorted(os.listdir(work)) == ['overwritten_20261125_101010',
+                                        'x.log']
+    assert existing_checkpoints(work) == []
+    # a second --overwrite run of the same second must not mix folders
+    with pytest.raises(FileExistsError):
+        move_aside(work, [], '20261125_101010')
+    assert restore_moved(work, folder) == ['best_acc.pth', 'iter_2.pth',
+                                           'last_checkpoint']
+    assert {n: open(osp.join(work, n), 'rb').read()
+            for n in os.listdir(work)} == data
+    folder = move_aside(work, ['iter_2.pth'], 'b')
+    _touch(work, 'iter_2.pth')  # the new run's file of the same name
+    with pytest.raises(FileExistsError, match='holds new files of the same '
+                       r"names \(\['iter_2.pth'\]\)"):
+        restore_moved(work, folder)
+    assert os.listdir(folder) == ['iter_2.pth']  # nothing was moved
+    discard_moved(folder)
+    assert not osp.exists(folder)
+
+
+def test_a_leftover_moved_aside_folder_is_reported(tmp_path):
+    work = str(tmp_path)
+    _touch(osp.join(work, 'overwritten_20261125_101010'), 'iter_2.pth')
+    plan = prepare_work_dir(_cfg(work))
+    assert plan.notes == [
+        f'{work}/overwritten_20261125_101010 holds checkpoints of an earlier '
+        'run that an interrupted --overwrite run moved aside; move them back '
+        'or delete the folder.'
     ]
-    assert sorted(os.listdir(work)) == ['config.py', 'iter_2.pth',
-                                        'last_checkpoint']
-    prepare_work_dir(_cfg(work), overwrite=True, rank=0)
-    assert os.listdir(work) == ['config.py']
+
+
+def test_truncated_checkpoints_are_not_resumed_from(tmp_path):
+    work = str(tmp_path)
+    _touch(work, 'iter_2.pth', 'iter_4.pth', 'iter_6.pth')
+    assert is_complete_checkpoint(osp.join(work, 'iter_6.pth'))
+    _truncate(osp.join(work, 'iter_6.pth'))
+    _truncate(osp.join(work, 'iter_4.pth'), keep=0.99)
+    assert not is_complete_checkpoint(osp.join(work, 'iter_6.pth'))
+    assert not is_complete_checkpoint(osp.join(work, 'iter_4.pth'))
+    with pytest.raises(Exception):  # what resuming from it would do
+        torch.load(osp.join(work, 'iter_4.pth'))
+    assert newest_checkpoint(work) == osp.join(work, 'iter_2.pth')
+    # a record naming a truncated file is not followed
+    _record(work, osp.join(work, 'iter_6.pth'))
+    assert find_resume_checkpoint(work) == osp.join(work, 'iter_2.pth')
 
 
 def test_resume_and_overwrite_exclude_each_other(tmp_path):
     with pytest.raises(
             ValueError,
             match='--resume continues the run in the work dir and '
-            '--overwrite deletes its checkpoints; pass only one of them.'):
+            '--overwrite replaces its checkpoints; pass only one of them.'):
         prepare_work_dir(_cfg(str(tmp_path), resume=True), overwrite=True)
 
 
 def test_resume_with_nothing_to_resume_starts_from_zero(tmp_path):
     cfg = _cfg(str(tmp_path), resume=True)
-    assert prepare_work_dir(cfg) == [
+    assert prepare_work_dir(cfg).notes == [
         f'--resume: no checkpoint found in {tmp_path}, starting from '
         'iteration 0.'
     ]
@@ -127,9 +200,10 @@ def test_resume_sets_load_from(tmp_path):
     work = str(tmp_path)
     _touch(work, 'iter_8.pth')
     cfg = _cfg(work, resume=True)
-    assert prepare_work_dir(cfg) == [f'--resume: resuming from {work}/'
-                                     'iter_8.pth.']
+    assert prepare_work_dir(cfg).notes == [
+        f'--resume: resuming from {work}/iter_8.pth.']
     assert cfg.resume is True and cfg.load_from == osp.join(work, 'iter_8.pth')
     # an explicit checkpoint is left alone
     cfg = _cfg(work, resume=True, load_from='other.pth')
-    assert prepare_work_dir(cfg) == [] and cfg.load_from == 'other.pth'
+    assert prepare_work_dir(cfg) == WorkDirPlan()
+    assert cfg.load_from == 'other.pth'

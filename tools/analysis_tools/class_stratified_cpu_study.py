@@ -10,8 +10,14 @@ back from the run's ``<timestamp>/vis_data/scalars.json``. The table is also
 written to ``<work-dir>/summary.json``. A run that has them is not repeated
 unless ``--rerun``.
 
+``--quick`` checks that the study runs (about a second of training per
+config, numbers meaningless): every run is 2 iterations of batch 20 on 200
+images (:data:`QUICK_OPTIONS`, passed to ``tools/train.py --cfg-options``),
+kept in ``<work-dir>/quick`` so that they never stand in for full runs.
+
 Examples:
     python tools/analysis_tools/class_stratified_cpu_study.py
+    python tools/analysis_tools/class_stratified_cpu_study.py --quick
     python tools/analysis_tools/class_stratified_cpu_study.py \
         --methods vicreg data2vec --work-dir work_dirs/study
 """
@@ -35,6 +41,14 @@ METRICS = {
     'digit_label': 'knn_digit/top1',
     'background_label': 'knn_background/top1'
 }
+#: ``--quick``: 2 iterations of batch 20, kNN evaluated at the second, on
+#: 200 training images (enough for K = 2 classes x 10 images without
+#: replacement), 100 memory and 50 query images.
+QUICK_OPTIONS = ('train_cfg.max_iters=2', 'train_cfg.val_interval=2',
+                 'train_dataloader.batch_size=20',
+                 'train_dataloader.dataset.num_samples=200',
+                 'val_dataloader.dataset.memory.num_samples=100',
+                 'val_dataloader.dataset.query.num_samples=50')
 
 
 def study_configs(config_dir: str = CONFIG_DIR) -> Dict[str, Dict[str, str]]:
@@ -126,11 +140,24 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         '--methods', nargs='+', help='subset of methods (default: all)')
     parser.add_argument(
         '--rerun', action='store_true', help='train runs that have results')
+    parser.add_argument(
+        '--quick',
+        action='store_true',
+        help='check that the study runs: 2 iterations of batch 20 per '
+        'config on 200 images, numbers meaningless; runs and summary go to '
+        '<work-dir>/quick')
     return parser.parse_args(argv)
 
 
 def main(argv: Optional[List[str]] = None) -> List[Dict]:
-    """Run the study; returns the summary rows."""
+    """Run the study.
+
+    Args:
+        argv: Command-line arguments (``sys.argv[1:]`` when None).
+
+    Returns:
+        The summary rows (:func:`summarize`).
+    """
     args = parse_args(argv)
     configs = study_configs()
     if args.methods:
@@ -139,10 +166,13 @@ def main(argv: Optional[List[str]] = None) -> List[Dict]:
             raise ValueError(f'--methods must be among {sorted(configs)}, '
                              f'got {sorted(unknown)}.')
         configs = {m: configs[m] for m in args.methods}
+    study_dir = osp.join(args.work_dir, 'quick') if args.quick \
+        else args.work_dir
+    extra = ['--cfg-options', *QUICK_OPTIONS] if args.quick else []
     results: Dict[str, Dict[str, Dict[str, float]]] = {}
     for method, variants in configs.items():
         for variant, path in sorted(variants.items()):
-            work_dir = osp.join(args.work_dir,
+            work_dir = osp.join(study_dir,
                                 osp.splitext(osp.basename(path))[0])
             knn = None if args.rerun else read_knn(work_dir)
             if knn is None:
@@ -151,7 +181,7 @@ def main(argv: Optional[List[str]] = None) -> List[Dict]:
                 subprocess.run([
                     sys.executable,
                     osp.join(REPO, 'tools', 'train.py'), path, '--work-dir',
-                    work_dir, '--overwrite'
+                    work_dir, '--overwrite', *extra
                 ], check=True)
                 knn = read_knn(work_dir)
             if knn is None:
@@ -159,8 +189,8 @@ def main(argv: Optional[List[str]] = None) -> List[Dict]:
                                    f'{work_dir}; see its log.')
             results.setdefault(method, {})[variant] = knn
     rows = summarize(results)
-    os.makedirs(args.work_dir, exist_ok=True)
-    with open(osp.join(args.work_dir, 'summary.json'), 'w') as f:
+    os.makedirs(study_dir, exist_ok=True)
+    with open(osp.join(study_dir, 'summary.json'), 'w') as f:
         json.dump(rows, f, indent=2)
     print(format_table(rows))
     return rows

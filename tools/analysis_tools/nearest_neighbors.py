@@ -31,6 +31,7 @@ from pmsn_mm.apis import (build_dataset, dataset_config, dataset_labels,
 from pmsn_mm.evaluation.functional import (chance_agreement, cosine_knn,
                                            extract_features,
                                            neighbor_agreement)
+from pmsn_mm.utils import check_config_types
 from pmsn_mm.visualization import save_image_grid
 
 
@@ -76,6 +77,7 @@ def main(argv: Optional[List[str]] = None) -> Dict:
     args = parse_args(argv)
     cfg = Config.fromfile(args.config)
     cfg.merge_from_dict(args.cfg_options or {})
+    check_config_types(cfg)  # refuse misspelled types
     model = get_model(cfg, pretrained=args.checkpoint, device=args.device)
     ds_cfg = dataset_config(cfg, args.split, args.num_samples, 'test')
     dataset = build_dataset(ds_cfg)

@@ -38,6 +38,10 @@ Examples:
     python tools/analysis_tools/prior_toy_study.py \\
         configs/pmsn/pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py \\
         --priors power-law uniform adaptive --work-dir work_dirs/prior_adaptive
+    # a quick check that the study runs (seconds; numbers meaningless)
+    python tools/analysis_tools/prior_toy_study.py \\
+        configs/pmsn/pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py \\
+        --quick --work-dir work_dirs/prior_toy_study_quick
     # paper scale on one GPU
     python tools/analysis_tools/prior_toy_study.py \\
         configs/pmsn/pmsn_vit-tiny-p4_1xb1024-300e_shapes-digits-power-law.py \\
@@ -105,7 +109,42 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         help='toy-set settings applied to the training set and to the kNN '
         "memory and query sets alike, e.g. digit_size=12 "
         'background_source=noise shape_options.max_angle=0')
-    return parser.parse_args(argv)
+    parser.add_argument(
+        '--quick',
+        action='store_true',
+        help='a quick check that the study runs (seconds, numbers '
+        f'meaningless): the first seed only, {QUICK_ITERS} iterations, '
+        f'{QUICK_SAMPLES} images in each toy set, {QUICK_REFS} Fig. 3 '
+        'references with 3 neighbours; explicit --max-iters / '
+        '--data-options num_samples=N win')
+    args = parser.parse_args(argv)
+    if args.quick:
+        apply_quick(args)
+    return args
+
+
+#: ``--quick``: iterations, images per toy set, Fig. 3 reference images.
+QUICK_ITERS = 2
+QUICK_SAMPLES = 128
+QUICK_REFS = 2
+
+
+def apply_quick(args: argparse.Namespace) -> None:
+    """Turn the parsed arguments into the ``--quick`` check, in place.
+
+    Args:
+        args: Output of the parser, with ``quick`` set.
+    """
+    args.seeds = args.seeds[:1]
+    if args.max_iters is None:
+        args.max_iters = QUICK_ITERS
+    options = list(args.data_options or [])
+    if not any(o.startswith('num_samples=') for o in options):
+        options.insert(0, f'num_samples={QUICK_SAMPLES}')
+    args.data_options = options
+    args.curve_samples = min(args.curve_samples, QUICK_SAMPLES)
+    args.num_refs = min(args.num_refs, QUICK_REFS)
+    args.num_neighbors = min(args.num_neighbors, 3)
 
 
 # ------------------------------------------------------------------ helpers
@@ -157,6 +196,11 @@ def make_config(args: argparse.Namespace, prior: str, direction: str,
     cfg.randomness = dict(seed=seed, deterministic=False)
     cfg.work_dir = osp.join(args.work_dir, run_name(prior, direction),
                             f'seed{seed}')
+    # mmengine names the run's logger and visualizer "<name>_<timestamp>":
+    # without the prior and seed, two runs started within the same second
+    # (short --quick / --max-iters runs) would share them
+    stem = osp.splitext(osp.basename(args.config))[0]
+    cfg.experiment_name = f'{stem}_{run_name(prior, direction)}_seed{seed}'
     return cfg
 
 

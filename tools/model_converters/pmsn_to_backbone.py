@@ -26,11 +26,12 @@ Examples:
     python tools/model_converters/pmsn_to_backbone.py CKPT vit_timm.pth --timm
 """
 import argparse
+import io
 import os
 import os.path as osp
 import re
 from collections import OrderedDict
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
 
@@ -61,19 +62,40 @@ TIMM_RULES: Tuple[Tuple[str, str], ...] = (
 )
 
 
-def load_state_dict(path: str) -> Dict[str, torch.Tensor]:
-    """The ``state_dict`` of an mmengine checkpoint (or a bare state dict).
+def load_checkpoint(path: str) -> Any:
+    """``torch.load`` with ``weights_only=True``, safely allow-listed.
+
+    mmengine training checkpoints carry ``HistoryBuffer`` and numpy objects
+    (the message hub); :func:`pmsn_mm.utils.allow_checkpoint_globals`
+    allow-lists exactly those before the load, so every read of the file
+    (the weights, the saved training config) goes through here.
 
     Args:
         path: Checkpoint file.
 
     Returns:
+        The loaded object (an mmengine checkpoint dict or a state dict).
+    """
+    # importing pmsn_mm also registers its modules (MSNViT for the config)
+    from pmsn_mm.utils.checkpoint import allow_checkpoint_globals
+    allow_checkpoint_globals()
+    return torch.load(path, map_location='cpu', weights_only=True)
+
+
+def load_state_dict(path: Union[str, Dict]) -> Dict[str, torch.Tensor]:
+    """The ``state_dict`` of an mmengine checkpoint (or a bare state dict).
+
+    Args:
+        path: Checkpoint file, or a checkpoint already loaded with
+            :func:`load_checkpoint`.
+
+    Returns:
         The model state dict.
     """
-    import pmsn_mm  # noqa: F401  (allow-lists mmengine checkpoint types)
-    ckpt = torch.load(path, map_location='cpu', weights_only=True)
+    ckpt = load_checkpoint(path) if isinstance(path, str) else path
     if not isinstance(ckpt, dict):
-        raise ValueError(f'{path} holds a {type(ckpt).__name__}, not a '
+        name = path if isinstance(path, str) else 'the checkpoint'
+        raise ValueError(f'{name} holds a {type(ckpt).__name__}, not a '
                          'checkpoint dict.')
     return ckpt.get('state_dict', ckpt)
 
@@ -127,18 +149,19 @@ def mmpretrain_vit_to_timm(
     return out
 
 
-def checkpoint_num_heads(path: str) -> Optional[int]:
+def checkpoint_num_heads(path: Union[str, Dict]) -> Optional[int]:
     """Attention heads of the ViT backbone in the training config that
     mmengine saved in the checkpoint (``meta['cfg']``), or None (online and
     EMA target encoders share the arch).
 
     Args:
-        path: Checkpoint file.
+        path: Checkpoint file, or a checkpoint already loaded with
+            :func:`load_checkpoint`.
     """
     from mmengine.config import Config
     from mmengine.registry import init_default_scope
     from mmpretrain.registry import MODELS
-    ckpt = torch.load(path, map_location='cpu', weights_only=True)
+    ckpt = load_checkpoint(path) if isinstance(path, str) else path
     text = ckpt.get('meta', {}).get('cfg') if isinstance(ckpt, dict) \
         else None
     if not text:
@@ -212,7 +235,8 @@ def convert(src: str,
             dst: str,
             target: bool = False,
             to_timm: bool = False,
-            strip_prefix: bool = False) -> Dict[str, torch.Tensor]:
+            strip_prefix: bool = False,
+            checkpoint: Optional[Dict] = None) -> Dict[str, torch.Tensor]:
     """Write the backbone of ``src`` to ``dst``.
 
     Args:
@@ -221,6 +245,8 @@ def convert(src: str,
         target: Take the EMA target encoder instead of the online one.
         to_timm: Write timm ViT keys (a bare state dict).
         strip_prefix: mmpretrain format without the ``backbone.`` prefix.
+        checkpoint: ``src`` already loaded with :func:`load_checkpoint`
+            (read from ``src`` when None).
 
     Returns:
         The bare backbone state dict that was written (timm keys with
@@ -229,13 +255,18 @@ def convert(src: str,
     if to_timm and strip_prefix:
         raise ValueError('--strip-prefix applies to the mmpretrain format '
                          'only; timm output has no prefix anyway.')
+    if osp.exists(dst) and osp.exists(src) and osp.samefile(src, dst):
+        raise ValueError(f'dst {dst} is the checkpoint being converted; '
+                         'writing the backbone there would destroy it. '
+                         'Choose another output file.')
     prefix = TARGET_PREFIX if target else ONLINE_PREFIX
-    backbone = extract_backbone(load_state_dict(src), prefix)
+    backbone = extract_backbone(
+        load_state_dict(src if checkpoint is None else checkpoint), prefix)
     if osp.dirname(dst):
         os.makedirs(osp.dirname(dst), exist_ok=True)
     if to_timm:
         backbone = mmpretrain_vit_to_timm(backbone)
-        torch.save(backbone, dst)
+        _save(backbone, dst)
         return backbone
     keys = backbone if strip_prefix else OrderedDict(
         (ONLINE_PREFIX + k, v) for k, v in backbone.items())
@@ -243,8 +274,17 @@ def convert(src: str,
         source=osp.abspath(src),
         encoder='target' if target else 'online',
         source_prefix=prefix)
-    torch.save({'state_dict': keys, 'meta': meta}, dst)
+    _save({'state_dict': keys, 'meta': meta}, dst)
     return backbone
+
+
+def _save(obj: Any, dst: str) -> None:
+    """``torch.save`` through a temporary file and a rename, so that ``dst``
+    holds the previous file or the whole new one, never a partial one."""
+    from pmsn_mm.utils.atomic_file_backend import atomic_write_bytes
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    atomic_write_bytes(buffer.getvalue(), dst)
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -277,17 +317,27 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, torch.Tensor]:
+    """Convert as the command line says.
+
+    Args:
+        argv: Command-line arguments (``sys.argv[1:]`` when None).
+
+    Returns:
+        The bare backbone state dict that was written.
+    """
     args = parse_args(argv)
+    # one safe load for the weights and the saved training config
+    checkpoint = load_checkpoint(args.src)
     num_heads = args.num_heads
     if args.timm and num_heads is None:
-        num_heads = checkpoint_num_heads(args.src)
+        num_heads = checkpoint_num_heads(checkpoint)
         if num_heads is None:
             raise ValueError(
                 f'--timm needs the number of attention heads, which the '
                 f'weights do not hold and {args.src} has no training config '
                 "(meta['cfg']) to read it from: pass --num-heads N.")
     state = convert(args.src, args.dst, args.target, args.timm,
-                    args.strip_prefix)
+                    args.strip_prefix, checkpoint)
     which = 'target' if args.target else 'online'
     print(f'wrote {len(state)} {which}-encoder tensors to {args.dst}')
     if args.timm:

@@ -474,13 +474,48 @@ def make_sample_data(root: str,
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
         raise ValueError(f'formats must be among {FORMATS}, got {unknown}.')
+    for name in formats:  # before writing anything
+        check_writable(osp.join(root, name))
     roots = {}
     for name in formats:
         rng = np.random.default_rng([seed, FORMATS.index(name)])
         kwargs = dict(all_classes=inat18_all_classes) \
             if name == 'inat18' else {}
-        roots[name] = WRITERS[name](osp.join(root, name), rng, **kwargs)
+        folder = osp.join(root, name)
+        os.makedirs(folder, exist_ok=True)
+        with open(osp.join(folder, MARKER), 'w') as f:
+            f.write('written by pmsn_mm.datasets.sample_data\n')
+        roots[name] = WRITERS[name](folder, rng, **kwargs)
     return roots
+
+
+#: File in every folder :func:`make_sample_data` writes; only such folders
+#: (or empty ones) are written into.
+MARKER = '.pmsn_mm_sample_data'
+
+
+def check_writable(folder: str) -> None:
+    """Refuse to write sample files into a folder holding other data.
+
+    The sample writers replace annotation files (``meta/train.txt``,
+    ``train2018.json``, ...) by their own: pointed at a real dataset, they
+    would destroy its annotations.
+
+    Args:
+        folder: A format's output folder.
+
+    Raises:
+        FileExistsError: If ``folder`` exists, is not empty and was not
+            written by :func:`make_sample_data`.
+    """
+    if not osp.isdir(folder) or not os.listdir(folder) or osp.isfile(
+            osp.join(folder, MARKER)):
+        return
+    raise FileExistsError(
+        f'{folder} already holds files that make_sample_data did not write '
+        f'(e.g. {sorted(os.listdir(folder))[:3]}); writing sample data '
+        'there would replace its annotation files. Choose another root '
+        '(the sample data goes to <root>/<format>/).')
 
 
 def first_train_image(name: str, root: str):

@@ -4,8 +4,10 @@ from .prior_weight_warmup_hook import PriorWeightWarmupHook
 from .prototype_usage_hook import PrototypeUsageHook
 from .rng_state_hook import RNGStateHook
 from .target_ema_hook import TargetEMAHook
+from .work_dir_overwrite_hook import WorkDirOverwriteHook
 
 __all__ = [
     'NonFiniteGuardHook', 'NonFiniteTrainingError', 'PriorWeightWarmupHook',
-    'PrototypeUsageHook', 'RNGStateHook', 'TargetEMAHook'
+    'PrototypeUsageHook', 'RNGStateHook', 'TargetEMAHook',
+    'WorkDirOverwriteHook'
 ]

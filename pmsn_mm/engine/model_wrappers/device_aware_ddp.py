@@ -19,6 +19,14 @@ class DeviceAwareDistributedDataParallel(MMDistributedDataParallel):
     exactly like :class:`MMDistributedDataParallel` otherwise.
     ``tools/train.py`` selects it automatically when CUDA is unavailable.
 
+    A module without any parameter that requires a gradient (the frozen
+    encoder of the kNN and logistic-regression benchmarks under
+    ``tools/dist_test.sh``) has nothing for DDP to synchronise, and torch's
+    DDP refuses it; such a module is kept unwrapped inside this wrapper (as
+    mmengine's ``MMSeparateDistributedDataParallel`` keeps frozen parts),
+    so ``val_step`` / ``test_step`` run it directly (``train_step`` needs
+    DDP and is not available then).
+
     Args:
         module: The model to wrap.
         device_ids: CUDA devices of this process; ignored for CPU modules.
@@ -39,6 +47,11 @@ class DeviceAwareDistributedDataParallel(MMDistributedDataParallel):
                 'CPU distributed training: SyncBN layers (if any) run as '
                 'per-process BatchNorm.',
                 logger='current')
+        if not any(p.requires_grad for p in module.parameters()):
+            # nn.Module's init only: no DDP (reducer, state broadcast)
+            super(nn.parallel.DistributedDataParallel, self).__init__()
+            self.module = module
+            return
         super().__init__(
             module=module,
             device_ids=device_ids,

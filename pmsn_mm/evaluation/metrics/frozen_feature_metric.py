@@ -7,6 +7,7 @@ from mmengine.evaluator import BaseMetric
 from torch import Tensor
 
 from ..functional.features import sample_label
+from .cpu_copies import cpu_copies
 
 
 def _get(obj: Any, key: str) -> Any:
@@ -33,7 +34,7 @@ class FrozenFeatureMetric(BaseMetric):
     - the label (``label_key``) and the role are read from the output when
       present, otherwise from the same sample of ``data_batch``.
 
-    Features are moved to the CPU in ``process``; all ranks' results are
+    Features are copied to the CPU in ``process``; all ranks' results are
     gathered (``collect_device``) and scored on rank 0 by the subclass's
     ``compute_metrics`` (:meth:`split` gives the two splits).
 
@@ -71,11 +72,17 @@ class FrozenFeatureMetric(BaseMetric):
     def process(self, data_batch: Any, data_samples: Sequence) -> None:
         """Store feature, label and role of every sample of a batch.
 
+        The features are kept as float32 CPU copies that own their memory
+        (:func:`~pmsn_mm.evaluation.metrics.cpu_copies.cpu_copies`), not
+        views of the batch's output, which would keep and, when the ranks'
+        results are gathered, pickle the whole batch for every sample.
+
         Args:
             data_batch: The dataloader batch (``{'inputs', 'data_samples'}``).
             data_samples: Model outputs, one per sample (see the contract).
         """
         batch_samples = _get(data_batch, 'data_samples')
+        features, labels, roles = [], [], []
         for i, output in enumerate(data_samples):
             reference = batch_samples[i] if batch_samples is not None \
                 and i < len(batch_samples) else None
@@ -87,15 +94,14 @@ class FrozenFeatureMetric(BaseMetric):
                     f'{type(self).__name__} needs a Tensor feature per sample '
                     f"under '{self.feature_key}' (or the output itself), got "
                     f'{type(feature).__name__}.')
-            label = sample_label(
-                {self.label_key: self._lookup(self.label_key, source,
-                                              reference)}, self.label_key)
-            role = self._lookup(self.role_key, source, reference)
-            self.results.append(
-                dict(
-                    feature=feature.detach().float().reshape(-1).cpu(),
-                    label=label,
-                    role=str(role)))
+            features.append(feature)
+            label = self._lookup(self.label_key, source, reference)
+            labels.append(sample_label({self.label_key: label},
+                                       self.label_key))
+            roles.append(str(self._lookup(self.role_key, source, reference)))
+        features = cpu_copies(features, dtype=torch.float32, flatten=True)
+        for feature, label, role in zip(features, labels, roles):
+            self.results.append(dict(feature=feature, label=label, role=role))
 
     def split(self, results: List[dict]
               ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:

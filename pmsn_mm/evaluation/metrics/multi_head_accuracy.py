@@ -7,6 +7,7 @@ from mmpretrain.evaluation import Accuracy
 from mmpretrain.registry import METRICS
 
 from ...utils.validation import check_int
+from .cpu_copies import cpu_copies
 
 #: Data-sample field prefix under which each probe's scores are stored.
 SCORE_PREFIX = 'pred_score_'
@@ -68,20 +69,34 @@ class MultiHeadAccuracy(BaseMetric):
     def process(self, data_batch, data_samples: Sequence[dict]) -> None:
         """Keep the label and every probe's scores of each sample.
 
+        Both are kept as CPU copies that own their memory
+        (:func:`~pmsn_mm.evaluation.metrics.cpu_copies.cpu_copies`): the
+        head writes each sample's scores as a row view of the batch's
+        (B, C) scores, which would keep and, when the ranks' results are
+        gathered, pickle the whole batch for every sample.
+
         Args:
             data_batch: Unused.
             data_samples: Model outputs as dicts.
         """
+        if not data_samples:
+            return
+        names = self._probe_names(data_samples[0])
         for data_sample in data_samples:
-            result = {'gt_label': data_sample['gt_label'].cpu()}
-            for name in self._probe_names(data_sample):
+            for name in names:
                 key = SCORE_PREFIX + name
                 if key not in data_sample:
                     raise ValueError(
                         f'Prediction has no {key!r}; probes={self.probes} '
                         'must match the head probes.')
-                result[name] = data_sample[key].cpu()
-            self.results.append(result)
+        # one copy per field and batch (see cpu_copies), then per sample
+        columns = {'gt_label': cpu_copies([s['gt_label']
+                                           for s in data_samples])}
+        for name in names:
+            columns[name] = cpu_copies(
+                [s[SCORE_PREFIX + name] for s in data_samples])
+        for i in range(len(data_samples)):
+            self.results.append({k: v[i] for k, v in columns.items()})
 
     def compute_metrics(self, results: List[dict]) -> Dict[str, float]:
         """Accuracies per probe and the best top-1.

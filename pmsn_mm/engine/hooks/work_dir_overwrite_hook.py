@@ -1,0 +1,134 @@
+"""``--overwrite`` without losing the earlier run before the new one works.
+
+``tools/train.py CONFIG --overwrite`` into a work dir holding checkpoints
+creates this hook from :func:`pmsn_mm.utils.prepare_work_dir`'s plan before
+it builds the runner. Nothing is moved while the runner builds the model,
+the datasets, the optimizer and the schedulers: ``before_train`` (which
+mmengine calls after all of that, after ``load_from`` was read, and here
+after every other hook's ``before_train``) moves the files into
+``<work_dir>/overwritten_<timestamp>/``. The folder is deleted as soon as
+the new run has written a checkpoint; if the run raises before, or ends
+without writing one, :meth:`WorkDirOverwriteHook.restore` puts the files
+back unchanged (``tools/train.py`` calls it on any exception). The earlier
+run's config dump, which mmengine rewrites while building the runner, is
+kept in memory from the start and goes with the checkpoints. After a
+``kill -9`` in between, the folder stays and the next run in that work dir
+says where it is.
+"""
+import os
+import os.path as osp
+from typing import Optional
+
+from mmengine.dist import is_main_process
+from mmengine.hooks import Hook
+from mmengine.logging import print_log
+from mmpretrain.registry import HOOKS
+
+from ...utils.atomic_file_backend import atomic_write_bytes
+from ...utils.work_dir import (WorkDirPlan, discard_moved,
+                               existing_checkpoints, move_aside,
+                               restore_moved)
+
+
+def _read(path: str) -> Optional[bytes]:
+    if not osp.isfile(path):
+        return None
+    with open(path, 'rb') as f:
+        return f.read()
+
+
+@HOOKS.register_module()
+class WorkDirOverwriteHook(Hook):
+    """Replace an earlier run's checkpoints only once the new run has its
+    own (files are moved by rank 0 only).
+
+    Args:
+        work_dir: The run's work dir.
+        plan: What ``prepare_work_dir`` decided (``replace``: file names
+            to replace; ``config_dump``: the earlier config dump's name).
+    """
+
+    # after every other hook: files move only when all else has started,
+    # and a checkpoint saved by CheckpointHook in this iteration is seen
+    priority = 'LOWEST'
+
+    def __init__(self, work_dir: str, plan: WorkDirPlan) -> None:
+        self.work_dir = work_dir
+        self.names = list(plan.replace)
+        self.folder: Optional[str] = None
+        self.dump_name = plan.config_dump if self.names else None
+        self.dump: Optional[bytes] = None
+        if self.dump_name is not None:
+            self.dump = _read(osp.join(work_dir, self.dump_name))
+
+    def before_train(self, runner) -> None:
+        """Move the earlier run's files aside (everything is built now)."""
+        if not is_main_process() or not self.names:
+            return
+        self.folder = move_aside(self.work_dir, self.names, runner.timestamp)
+        moved = list(self.names)
+        if self.dump is not None:
+            atomic_write_bytes(self.dump, osp.join(self.folder,
+                                                   self.dump_name))
+            moved.append(f'its config {self.dump_name}')
+        runner.logger.info(
+            f'--overwrite: moved {", ".join(moved)} of the earlier run to '
+            f'{self.folder}; deleted once this run writes a checkpoint, put '
+            'back if it stops before.')
+
+    def _discard_if_saved(self, runner) -> None:
+        if self.folder is None or not existing_checkpoints(self.work_dir):
+            return
+        discard_moved(self.folder)
+        runner.logger.info(
+            f'--overwrite: this run wrote a checkpoint; deleted the earlier '
+            f'run\'s {", ".join(self.names)} ({self.folder}).')
+        self.folder = None
+        self.dump = None
+
+    def after_train_iter(self, runner, batch_idx: int, data_batch=None,
+                         outputs=None) -> None:
+        """Delete the moved files once a checkpoint of this run exists."""
+        self._discard_if_saved(runner)
+
+    def after_train_epoch(self, runner) -> None:
+        """As :meth:`after_train_iter` (epoch-based checkpoints)."""
+        self._discard_if_saved(runner)
+
+    def after_val_epoch(self, runner, metrics=None) -> None:
+        """As :meth:`after_train_iter` (``best_*.pth``)."""
+        self._discard_if_saved(runner)
+
+    def after_train(self, runner) -> None:
+        """A run that wrote no checkpoint gives the old files back."""
+        self._discard_if_saved(runner)
+        self.restore()
+
+    def restore(self) -> None:
+        """Put the earlier run's files back (this run stopped before it
+        saved a checkpoint, or before its runner was even built)."""
+        if not is_main_process():
+            return
+        restored = []
+        if self.folder is not None:
+            dump = osp.join(self.folder, self.dump_name or '')
+            if self.dump is not None and osp.isfile(dump):
+                # the new run's dump stands where the earlier one goes back
+                atomic_write_bytes(self.dump,
+                                   osp.join(self.work_dir, self.dump_name))
+                restored.append(self.dump_name)
+                os.remove(dump)
+            restored = restore_moved(self.work_dir, self.folder) + restored
+            self.folder = None
+        elif self.dump is not None:
+            path = osp.join(self.work_dir, self.dump_name)
+            if _read(path) != self.dump:
+                atomic_write_bytes(self.dump, path)
+                restored.append(self.dump_name)
+        self.dump = None
+        if restored:
+            print_log(
+                '--overwrite: this run stopped before writing a checkpoint; '
+                f'put the earlier run\'s {", ".join(sorted(restored))} back '
+                f'into {self.work_dir}.',
+                logger='current')

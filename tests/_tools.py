@@ -1,0 +1,24 @@
+"""Load a script of ``tools/`` as a module (they are not a package)."""
+import os.path as osp
+import re
+import sys
+import types
+from importlib.util import module_from_spec, spec_from_file_location
+
+from tests._configs import REPO
+
+
+def load_tool(path: str) -> types.ModuleType:
+    """The module of ``REPO/path`` (e.g. ``'tools/train.py'``), loaded once
+    per test session.
+
+    Args:
+        path: The script's path relative to the repository root.
+    """
+    name = 'tool_' + re.sub(r'\W', '_', path)
+    if name not in sys.modules:
+        spec = spec_from_file_location(name, osp.join(REPO, path))
+        module = module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[name] = module
+    return sys.modules[name]
