@@ -5,10 +5,10 @@
 depth), the downstream widths that follow from them, small batches (8 for
 class-stratified batches, else 4; ``classes_per_batch`` becomes the batch
 where it exceeded it), 2 iterations (``max_iters`` or one epoch of 2
-batches), no dataloader workers, small in-memory toy sets and kNN banks, and
-plain ``OptimWrapper`` where the config asks for AMP (CUDA only). The
-pipeline, views, sampler type, algorithm, head, loss, prior and hooks stay
-the config's own. Data is read from ``data/`` under the working directory,
+batches), no dataloader workers, and small in-memory toy sets and kNN
+banks. The pipeline, views, sampler type, algorithm, head, loss, prior,
+hooks and optimizer wrapper stay the config's own (the AMP configs'
+``DeviceAwareAmpOptimWrapper`` trains with bfloat16 autocast on the CPU). Data is read from ``data/`` under the working directory,
 where the configs' ``data_root`` settings look (written by
 ``make_sample_data``).
 """
@@ -172,9 +172,6 @@ def shrink(cfg: Config, work_dir: str,
                                    persistent_workers=False)
         _shrink_toy_sets(cfg.test_dataloader.dataset, 64)
         return cfg
-    if (cfg.get('optim_wrapper') or {}).get('type') == 'AmpOptimWrapper':
-        cfg.optim_wrapper.type = 'OptimWrapper'
-        cfg.optim_wrapper.pop('loss_scale', None)
     train = cfg.train_dataloader
     batch_sampler = train.get('batch_sampler') or {}
     stratified = batch_sampler.get('type') == 'ClassStratifiedBatchSampler'

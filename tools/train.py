@@ -18,17 +18,23 @@ import os.path as osp
 from numbers import Real
 from typing import Dict, Optional
 
-import torch
 from mmengine.config import Config, DictAction
 from mmengine.hooks import Hook
+from mmengine.logging import print_log
 from mmengine.runner import Runner
 
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
 from mmpretrain.registry import RUNNERS
 from pmsn_mm.engine.hooks import WorkDirOverwriteHook
+from pmsn_mm.engine.optimizers import amp_device_available
 from pmsn_mm.upstream_notes import MMEngineFileClientNotes
 from pmsn_mm.utils import (end_distributed, exit_after_distributed_run,
                            prepare_work_dir, setup_cpu_distributed)
+
+
+#: Wrappers ``--amp`` replaces with ``DeviceAwareAmpOptimWrapper``.
+AMP_CAPABLE = ('OptimWrapper', 'AmpOptimWrapper',
+               'DeviceAwareAmpOptimWrapper')
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -52,7 +58,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         'first checkpoint and put back if it fails before (without this flag '
         'such a run is refused)')
     parser.add_argument(
-        '--amp', action='store_true', help='automatic mixed precision (CUDA)')
+        '--amp',
+        action='store_true',
+        help='automatic mixed precision: float16 with dynamic loss scaling '
+        'on a GPU (mmengine\'s AmpOptimWrapper), bfloat16 autocast on the '
+        'CPU (DeviceAwareAmpOptimWrapper)')
     parser.add_argument(
         '--no-validate',
         action='store_true',
@@ -87,13 +97,12 @@ def merge_args(cfg: Config, args: argparse.Namespace) -> Config:
         cfg.work_dir = osp.join('./work_dirs',
                                 osp.splitext(osp.basename(args.config))[0])
     if args.amp:
-        if not torch.cuda.is_available():
-            raise ValueError('--amp needs a CUDA device; drop --amp on CPU.')
         wrapper_type = cfg.optim_wrapper.get('type', 'OptimWrapper')
-        if wrapper_type not in ('OptimWrapper', 'AmpOptimWrapper'):
+        if wrapper_type not in AMP_CAPABLE:
             raise ValueError(f'--amp works with OptimWrapper, not the '
                              f'configured {wrapper_type}.')
-        cfg.optim_wrapper.type = 'AmpOptimWrapper'
+        # mmengine's AmpOptimWrapper on a GPU, bf16 autocast on the CPU
+        cfg.optim_wrapper.type = 'DeviceAwareAmpOptimWrapper'
         cfg.optim_wrapper.setdefault('loss_scale', 'dynamic')
     if args.resume == 'auto':
         cfg.resume = True
@@ -109,7 +118,26 @@ def merge_args(cfg: Config, args: argparse.Namespace) -> Config:
         enable_auto_scale_lr(cfg, args.config)
     if args.cfg_options is not None:
         cfg.merge_from_dict(args.cfg_options)
+    cpu_amp_fallback(cfg)
     return cfg
+
+
+def cpu_amp_fallback(cfg: Config) -> None:
+    """Without an accelerator, mmengine's ``AmpOptimWrapper`` (which then
+    refuses to build) becomes ``DeviceAwareAmpOptimWrapper``: bfloat16
+    autocast on the CPU, without loss scaling; logged.
+
+    Args:
+        cfg: The merged config, changed in place.
+    """
+    wrapper = cfg.get('optim_wrapper') or {}
+    if wrapper.get('type') != 'AmpOptimWrapper' or amp_device_available():
+        return
+    wrapper['type'] = 'DeviceAwareAmpOptimWrapper'
+    print_log(
+        'No CUDA device: optim_wrapper AmpOptimWrapper runs as '
+        'DeviceAwareAmpOptimWrapper (bfloat16 autocast on the CPU).',
+        logger='current')
 
 
 def enable_auto_scale_lr(cfg: Config, config: str) -> None:

@@ -26,6 +26,9 @@ train_dataloader = dict(
     collate_fn=dict(_delete_=True, type='default_collate'))
 # official param groups: no weight decay on 1-D parameters only
 optim_wrapper = dict(
+    # mmpretrain's AmpOptimWrapper (fp16, dynamic loss scale) on a GPU, bf16
+    # autocast without a scaler on the CPU
+    type='DeviceAwareAmpOptimWrapper',
     optimizer=dict(lr=1.5e-4 * 960 / 256),
     paramwise_cfg=dict(_delete_=True, flat_decay_mult=0.0))
 # a fresh run, not mmpretrain's auto-resume

@@ -94,7 +94,9 @@ model = dict(
 # no weight decay on 1-D parameters (biases, norms, layer scales), the class
 # token and the position embedding, as the official BEiT optimiser factory
 optim_wrapper = dict(
-    type='AmpOptimWrapper',
+    # mmengine's AmpOptimWrapper (fp16, dynamic loss scale) on a GPU, bf16
+    # autocast without a scaler on the CPU
+    type='DeviceAwareAmpOptimWrapper',
     loss_scale='dynamic',
     # the EMA teacher (frozen) stays out of the param groups, unlogged
     constructor='SkipFrozenOptimWrapperConstructor',

@@ -97,7 +97,9 @@ sync_bn = 'torch'
 # LARS without weight decay and adaptation on biases and BatchNorm parameters
 # (official exclude_bias_and_norm)
 optim_wrapper = dict(
-    type='AmpOptimWrapper',
+    # mmengine's AmpOptimWrapper (fp16, dynamic loss scale) on a GPU, bf16
+    # autocast without a scaler on the CPU
+    type='DeviceAwareAmpOptimWrapper',
     loss_scale='dynamic',
     optimizer=dict(
         type='LARS', lr=lr, momentum=0.9, weight_decay=1e-6, eta=0.001),

@@ -22,8 +22,9 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 import torch
 from mmengine.config import Config, ConfigDict
 from mmengine.logging import MMLogger
-from mmengine.optim import build_optim_wrapper
-from mmengine.registry import PARAM_SCHEDULERS, init_default_scope
+from mmengine.optim import AmpOptimWrapper, build_optim_wrapper
+from mmengine.registry import (OPTIM_WRAPPERS, PARAM_SCHEDULERS,
+                               init_default_scope)
 from torch import nn
 
 #: Epoch length used to step epoch-based schedulers (any length gives the
@@ -260,9 +261,12 @@ def _views(model: nn.Module, cfg: Config) -> Dict[str, Any]:
 # ------------------------------------------------------ optimizer, schedules
 def _optim_wrapper_cfg(cfg: Config) -> ConfigDict:
     wrapper = copy.deepcopy(cfg.optim_wrapper)
-    if wrapper.get('type', 'OptimWrapper') == 'AmpOptimWrapper':
-        # AMP is a numerics choice, not a recipe value; its wrapper refuses
-        # to build without CUDA, the plain one holds the same optimizer
+    kind = wrapper.get('type', 'OptimWrapper')
+    cls = OPTIM_WRAPPERS.get(kind) if isinstance(kind, str) else kind
+    if isinstance(cls, type) and issubclass(cls, AmpOptimWrapper):
+        # AMP (AmpOptimWrapper, DeviceAwareAmpOptimWrapper) is a numerics
+        # choice, not a recipe value; mmengine's wrapper refuses to build
+        # without CUDA, the plain one holds the same optimizer
         wrapper.type = 'OptimWrapper'
         wrapper.pop('loss_scale', None)
         wrapper.pop('dtype', None)

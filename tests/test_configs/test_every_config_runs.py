@@ -16,6 +16,7 @@ import pytest
 from mmengine.config import Config
 
 from pmsn_mm.datasets.sample_data import make_sample_data
+from pmsn_mm.engine.optimizers import DeviceAwareAmpOptimWrapper
 from tests._config_runs import (RUNNABLE, config_id, save_backbone_checkpoint,
                                 shrink)
 from tests._configs import REPO
@@ -63,6 +64,9 @@ def test_config_trains_two_iterations(path, sample_root, tmp_path,
         return
     runner = _tool('train').main([config, '--auto-scale-lr'])
     assert runner.iter == 2
+    if '-amp-' in osp.basename(path):
+        # mixed precision on the CPU too: bf16 autocast, no loss scaler
+        assert isinstance(runner.optim_wrapper, DeviceAwareAmpOptimWrapper)
     # --auto-scale-lr: lr x (batch x 1 process) / the recipe's base batch
     scaled = cfg.optim_wrapper.optimizer.lr * (
         cfg.train_dataloader.batch_size / cfg.auto_scale_lr.base_batch_size)

@@ -275,9 +275,11 @@ def test_non_finite_gradient_with_finite_loss_is_caught(tmp_path):
             match=r'non-finite gradients \(the loss was finite\) at '
             r'iteration 3/6\.'):
         runner.train()
-    # the bad step was not applied before stopping
-    assert torch.equal(runner.model.linear.weight, record.weights[1])
-    assert torch.isfinite(runner.model.linear.weight).all()
+    # action='stop' reads the gradient flag after the iteration (no host
+    # sync before the optimizer step), so the bad step was applied in
+    # memory; the run stopped before anything of it was saved
+    # (action='skip' refuses the step: test_skip_mode_drops_the_step_...)
+    assert torch.isfinite(record.weights[1]).all()
 
 
 def test_non_finite_weights_are_never_saved():
@@ -336,3 +338,29 @@ def test_bad_action_through_train_py(tmp_path):
             'default_hooks.non_finite_guard.action=halt',
             'experiment_name=guard-action'
         ])
+
+
+@pytest.mark.parametrize('action, reads', [('stop', 1), ('skip', 2)])
+def test_one_device_read_per_step_with_stop(action, reads):
+    """'stop' keeps the gradient flag on the device and reads it with the
+    loss flags after the iteration: one host sync per step; 'skip' must
+    read the gradient flag before the step (one more)."""
+    from pmsn_mm.utils.op_counter import OpCounter
+    model = nn.Linear(3, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    runner = SimpleNamespace(
+        optim_wrapper=OptimWrapper(optimizer), iter=0, max_iters=4,
+        message_hub=MessageHub('guard-read-test'),
+        logger=SimpleNamespace(error=lambda msg: None,
+                               warning=lambda msg: None))
+    guard = NonFiniteGuardHook(action=action)
+    guard.before_train(runner)
+    loss = model(torch.randn(4, 3)).square().mean()
+    loss.backward()
+    outputs = dict(loss=loss.detach(), loss_a=loss.detach() / 2,
+                   stat=torch.ones(()))
+    with OpCounter() as counter:
+        optimizer.step()
+        guard.after_train_iter(runner, 0, outputs=outputs)
+    assert counter.syncs == reads, counter.summary()
+    guard.after_train(runner)

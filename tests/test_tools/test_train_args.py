@@ -44,12 +44,31 @@ def test_train_auto_resume_and_default_work_dir(tmp_path):
     assert cfg.work_dir == osp.join('./work_dirs', 'tiny')
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason='checks the CPU path')
-def test_amp_without_cuda_is_a_clear_error(tmp_path):
+def test_amp_flag_selects_the_device_aware_wrapper(tmp_path):
+    """--amp: mmengine's AmpOptimWrapper on a GPU, bf16 autocast on the CPU
+    (DeviceAwareAmpOptimWrapper is both), no longer refused on the CPU."""
     cfg_path = write_config(tmp_path)
-    with pytest.raises(ValueError, match='--amp needs a CUDA device'):
-        train.merge_args(
-            Config.fromfile(cfg_path), train.parse_args([cfg_path, '--amp']))
+    cfg = train.merge_args(
+        Config.fromfile(cfg_path), train.parse_args([cfg_path, '--amp']))
+    assert cfg.optim_wrapper.type == 'DeviceAwareAmpOptimWrapper'
+    assert cfg.optim_wrapper.loss_scale == 'dynamic'
+
+
+def test_amp_flag_refuses_other_wrappers(tmp_path):
+    cfg_path = write_config(tmp_path)
+    args = train.parse_args([cfg_path, '--amp'])
+    cfg = Config.fromfile(cfg_path)
+    cfg.optim_wrapper.type = 'ApexOptimWrapper'
+    with pytest.raises(ValueError, match='--amp works with OptimWrapper'):
+        train.merge_args(cfg, args)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason='checks the CPU path')
+def test_amp_optim_wrapper_falls_back_to_bf16_on_cpu(tmp_path):
+    cfg_path = write_config(tmp_path)
+    cfg = train.merge_args(Config.fromfile(cfg_path), train.parse_args(
+        [cfg_path, '--cfg-options', 'optim_wrapper.type=AmpOptimWrapper']))
+    assert cfg.optim_wrapper.type == 'DeviceAwareAmpOptimWrapper'
 
 
 def test_test_tool_flags(tmp_path):

@@ -26,18 +26,34 @@ def _optimizers(optim_wrapper) -> List[Optimizer]:
     return [optim_wrapper.optimizer]
 
 
-def _grads_finite(optimizer: Optimizer) -> bool:
+def _grads_finite_flag(optimizer: Optimizer) -> Optional[torch.Tensor]:
+    """A 0-dim bool tensor on the gradients' device: whether every gradient
+    is finite (None without gradients). Not read: no host sync.
+
+    The max-abs (inf) norm of all gradients is finite exactly when every
+    entry is (it cannot overflow as an L2 norm can), in a few foreach ops.
+
+    Args:
+        optimizer: The optimizer whose parameters' gradients are checked.
+    """
     grads = [
         p.grad for group in optimizer.param_groups for p in group['params']
         if p.grad is not None
     ]
     if not grads:
-        return True
-    # The L2 norm is finite for finite gradients unless it overflows, and
-    # fast (foreach); only a non-finite norm is checked element by element.
-    if bool(torch.isfinite(torch.nn.utils.get_total_norm(grads))):
-        return True
-    return all(bool(torch.isfinite(grad).all()) for grad in grads)
+        return None
+    return torch.isfinite(
+        torch.nn.utils.get_total_norm(grads, norm_type=float('inf')))
+
+
+def _grads_finite(optimizer: Optimizer) -> bool:
+    """Whether every gradient is finite (reads one device value).
+
+    Args:
+        optimizer: The optimizer whose parameters' gradients are checked.
+    """
+    flag = _grads_finite_flag(optimizer)
+    return flag is None or bool(flag)
 
 
 @HOOKS.register_module()
@@ -49,11 +65,18 @@ class NonFiniteGuardHook(Hook):
     of NaN. With it:
 
     - Before every optimizer step (a ``torch.optim`` step pre-hook) the
-      gradients are checked; if any is NaN/inf the step is not applied (all
-      gradients are dropped, so the optimizer skips every parameter: no
-      update, no weight decay, no moment or step-count change).
+      gradients are checked. With ``action='skip'`` a NaN/inf gradient
+      means the step is not applied (all gradients are dropped, so the
+      optimizer skips every parameter: no update, no weight decay, no
+      moment or step-count change); this needs the flag on the host before
+      the step, i.e. one host sync per step. With ``action='stop'`` the
+      flag stays on the device (no sync): the step is applied and the run
+      stops after the iteration, before anything is saved.
     - After every iteration the loss terms (the output keys containing
-      ``'loss'``) are checked, on all ranks together when distributed.
+      ``'loss'``) are checked, on all ranks together when distributed: all
+      their finiteness flags and the gradient flag are stacked into one
+      tensor and read once, next to mmengine's own read of the loss values
+      for its log (so ``action='stop'`` costs one host read per step).
       A non-finite loss or a dropped step is a *bad iteration*:
       ``action='stop'`` raises :class:`NonFiniteTrainingError` naming the
       iteration, the non-finite terms and the last good checkpoint;
@@ -87,6 +110,7 @@ class NonFiniteGuardHook(Hook):
                                    0)
         self._handles: list = []
         self._dropped_step = False
+        self._grads_ok: Optional[torch.Tensor] = None
         self._last_good: Optional[str] = None
 
     # ------------------------------------------------------------ set-up
@@ -103,6 +127,12 @@ class NonFiniteGuardHook(Hook):
         self._handles = []
 
     def _before_step(self, optimizer: Optimizer, args, kwargs) -> None:
+        if self.action == 'stop':  # read after the iteration, with the loss
+            flag = _grads_finite_flag(optimizer)
+            if flag is not None:
+                self._grads_ok = flag if self._grads_ok is None else (
+                    self._grads_ok & flag)
+            return
         if _grads_finite(optimizer):
             return
         for group in optimizer.param_groups:
@@ -121,13 +151,30 @@ class NonFiniteGuardHook(Hook):
             key: torch.as_tensor(value).detach()
             for key, value in (outputs or {}).items() if 'loss' in key
         }
-        local_bad = [not bool(torch.isfinite(v).all()) for v in terms.values()]
-        flags = torch.tensor(
-            local_bad + [self._dropped_step], dtype=torch.float32)
+        # one device read for all flags (the gradient flag last)
+        device = next(iter(terms.values())).device if terms else (
+            self._grads_ok.device if self._grads_ok is not None else 'cpu')
+        if self._grads_ok is not None:
+            grads_bad = (~self._grads_ok).to(device)
+        else:
+            grads_bad = torch.tensor(self._dropped_step, device=device)
+        flags = torch.stack(
+            [~torch.isfinite(v).all() for v in terms.values()] +
+            [grads_bad]).float()
         self._dropped_step = False
+        self._grads_ok = None
+        local = flags
         if get_dist_info()[1] > 1:
+            flags = flags.clone()
             all_reduce(flags, op='max')
-        if not flags.any():
+        # the local and the global flags as the bits of one integer: a
+        # single device read (`.item()`) on every device
+        num = local.numel()
+        bits = torch.pow(2, torch.arange(2 * num, device=local.device))
+        code = int((torch.cat([local, flags]).long() * bits).sum().item())
+        local_bad = [bool(code >> i & 1) for i in range(num - 1)]
+        flags = [bool(code >> (num + i) & 1) for i in range(num)]
+        if not any(flags):
             return
         dropped = bool(flags[-1])
         bad = [key for key, flag in zip(terms, flags[:-1]) if flag]

@@ -12,6 +12,11 @@ class TargetEMAHook(Hook):
     model's EMA target (``model.update_target()``, see
     :class:`~pmsn_mm.models.utils.EMATargetMixin`): official MSN updates
     its target right after ``optimizer.step()``, with that step's momentum.
+    The update is one fused ``torch._foreach_lerp_`` over the target's
+    tensors, its momentum computed on the host from a step counter: a few
+    kernel launches and no host sync per iteration, whatever the model's
+    depth (:meth:`~pmsn_mm.models.utils.LinearMomentumEMA.update_parameters`;
+    a resumed run re-reads the checkpointed ``steps`` once).
 
     Runs before ``CheckpointHook``, so a checkpoint holds the target of the
     step it saves. Models without ``update_target`` are left alone, so the

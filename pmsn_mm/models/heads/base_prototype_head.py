@@ -113,8 +113,8 @@ class BasePrototypeHead(BaseModule):
         Returns:
             The prior's statistics (e.g. ``prior_tau``), detached.
         """
-        if usage is not None:
-            self.prior.update_usage(usage)
+        if usage is not None:  # in the training step: no host sync
+            self.prior.update_usage(usage, check=False)
         return {k: v.detach() for k, v in self.prior.statistics().items()}
 
     @property

@@ -168,9 +168,12 @@ class PMSNLoss(nn.Module):
             if return_usage and self.prior_usage == 'targets':
                 usage = global_mean_usage(target_probs)
             if self.use_sinkhorn:
+                # validate=False: no host sync (the prior's values are
+                # checked where it is built or updated)
                 target_probs = distributed_sinkhorn(
                     target_probs, self.sinkhorn_iterations,
-                    None if prior_is_uniform else prior_probs)
+                    None if prior_is_uniform else prior_probs,
+                    validate=False)
         repeated_targets = target_probs.repeat(num_views, 1)
 
         # mean_i H(p_i^+, p_i)

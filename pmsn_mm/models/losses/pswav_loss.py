@@ -112,11 +112,13 @@ class PSwAVLoss(nn.Module):
         scores = upcast(scores.detach())
         shift = scores.max().clone()
         all_reduce(shift, op='max')  # same shift on every rank
+        # validate=False: no host sync (the prior's values are checked where
+        # it is built or updated)
         return distributed_sinkhorn(
             torch.exp((scores - shift) / self.epsilon),
             self.sinkhorn_iterations,
             None if prior_marginal is None else prior_marginal.to(
-                scores.dtype))
+                scores.dtype), validate=False)
 
     def forward(self,
                 x: Tensor,

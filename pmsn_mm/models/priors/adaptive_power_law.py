@@ -188,13 +188,19 @@ class AdaptivePowerLawPrior(BasePrior):
         self._refresh_probs()
 
     @torch.no_grad()
-    def update_usage(self, usage: Tensor) -> None:
+    def update_usage(self, usage: Tensor, check: bool = True) -> None:
         """Update the usage EMA, refit and bound tau (one training step).
 
         Args:
             usage: Tensor of shape (K,), non-negative cluster sizes of this
                 step over the global batch (e.g. mean target
                 probabilities), in prototype order.
+            check: Raise ``ValueError`` on a non-finite or negative usage
+                and log when the fit leaves (or re-enters) the bounds: both
+                read device values (host syncs). With False (what the head
+                does in a training step) the update is all on the device:
+                such a usage is ignored (no update, not counted) and the
+                bounds show in the logged ``prior_tau`` / ``prior_tau_fit``.
         """
         if usage.dim() != 1 or usage.shape[0] != self.num_prototypes:
             raise ValueError(
@@ -202,24 +208,28 @@ class AdaptivePowerLawPrior(BasePrior):
                 f'num_prototypes = {self.num_prototypes}, but has shape '
                 f'{tuple(usage.shape)}.')
         usage = usage.detach().to(self.usage_ema)
-        finite, non_negative = torch.stack(
-            [torch.isfinite(usage).all(), (usage >= 0).all()]).tolist()
-        if not (finite and non_negative):
+        usable = torch.isfinite(usage).all() & (usage >= 0).all()
+        if check and not bool(usable):
             raise ValueError('AdaptivePowerLawPrior usage must be finite and '
                              f'>= 0, but is {usage.tolist()}.')
-        self.num_updates += 1
-        if int(self.num_updates) <= self.warmup_updates:
-            return
+        self.num_updates += usable.long()
+        # past the warm-up: selected on the device (torch.where), no sync
+        active = usable & (self.num_updates > self.warmup_updates)
         if self.sort_before_ema:
             usage = usage.sort(descending=True).values
-        self.usage_ema.mul_(self.momentum).add_(
-            usage, alpha=1.0 - self.momentum)
+        usage = torch.where(usable, usage, self.usage_ema)  # no NaN in
+        ema = self.usage_ema * self.momentum + usage * (1.0 - self.momentum)
+        self.usage_ema.copy_(torch.where(active, ema, self.usage_ema))
         tau_fit, valid = fit_power_law_exponent(
             self.usage_ema.sort(descending=True).values)
-        self.tau_fit.copy_(torch.where(valid, tau_fit, self.tau_fit))
-        self.tau.copy_(self.tau_fit.clamp(self.tau_min, self.tau_max))
+        self.tau_fit.copy_(torch.where(valid & active, tau_fit,
+                                       self.tau_fit))
+        self.tau.copy_(
+            torch.where(active, self.tau_fit.clamp(self.tau_min,
+                                                   self.tau_max), self.tau))
         self._refresh_probs()
-        self._log_bounds()
+        if check:
+            self._log_bounds()
 
     def statistics(self) -> Dict[str, Tensor]:
         """``prior_tau`` (the exponent in use) and ``prior_tau_fit`` (the

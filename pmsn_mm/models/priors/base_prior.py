@@ -123,12 +123,15 @@ class BasePrior(nn.Module):
         """
         return None if self.is_uniform else self.probs
 
-    def update_usage(self, usage: Tensor) -> None:
+    def update_usage(self, usage: Tensor, check: bool = True) -> None:
         """Take one training step's global cluster usage (learned priors).
 
         Args:
             usage: Tensor of shape (K,), the mean target probability of each
                 prototype over the global batch.
+            check: Check the values of ``usage`` (a host sync) and log
+                events; the head passes False in training steps (no host
+                sync).
         """
         raise NotImplementedError(
             f'{type(self).__name__} is a fixed prior; it does not learn from '

@@ -2,6 +2,7 @@
 from .data2vec import Data2VecVision
 from .pmsn import PMSN
 from .pswav import PSwAV
+from .simclr import SimCLR
 from .vicreg import VICReg
 
-__all__ = ['Data2VecVision', 'PMSN', 'PSwAV', 'VICReg']
+__all__ = ['Data2VecVision', 'PMSN', 'PSwAV', 'SimCLR', 'VICReg']

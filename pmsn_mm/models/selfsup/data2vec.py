@@ -166,20 +166,31 @@ class Data2VecVision(EMATargetMixin, BaseSelfSupervisor):
                 'Data2VecVision needs data_samples with a `mask`; add '
                 'BEiTMaskGenerator (or SimMIMMaskGenerator) to the pipeline '
                 'before PackInputs.')
-        mask = torch.stack([ds.mask for ds in data_samples])
+        mask = torch.stack([ds.mask for ds in data_samples]).to(img.device)
         mask = mask.reshape(mask.shape[0], -1).bool()  # (B, N)
 
+        # Every token is predicted and the masked ones are weighted in: the
+        # same loss as over the masked tokens alone (tokens[mask]), but with
+        # no data-dependent shape, i.e. no host sync.
         tokens, _ = self.backbone.forward_layers(img, mask)
-        tokens = tokens[:, self.backbone.num_extra_tokens:][mask]  # (M, D)
-        pred = self.neck(tokens)[0].float()
-
-        targets = self.compute_targets(img)[mask]  # (M, D)
+        tokens = tokens[:, self.backbone.num_extra_tokens:]  # (B, N, D)
+        pred = self.neck(tokens.flatten(0, 1))[0].float()
+        pred = pred.reshape(*tokens.shape[:2], -1)  # (B, N, D)
+        targets = self.compute_targets(img)  # (B, N, D)
         if self.loss_type == 'smooth_l1':
-            loss = F.smooth_l1_loss(pred, targets, beta=self.loss_beta)
+            elementwise = F.smooth_l1_loss(pred, targets, beta=self.loss_beta,
+                                           reduction='none')
         else:
-            loss = F.mse_loss(pred, targets)
+            elementwise = F.mse_loss(pred, targets, reduction='none')
+        weight = mask.unsqueeze(-1).to(pred.dtype)  # (B, N, 1)
+        num_masked = weight.sum()  # M
+        loss = (elementwise * weight).sum() / (num_masked * pred.shape[-1])
+        with torch.no_grad():  # std over the masked tokens, per feature
+            pred_mean = (pred * weight).sum(dim=(0, 1)) / num_masked
+            pred_var = (((pred - pred_mean) ** 2) * weight).sum(
+                dim=(0, 1)) / num_masked
         self.mark_target_update_due()
         return dict(
             loss_regression=loss,
             num_masked=mask.sum(dim=1).float().mean(),
-            pred_std=pred.detach().std(dim=0, unbiased=False).mean())
+            pred_std=pred_var.sqrt().mean())

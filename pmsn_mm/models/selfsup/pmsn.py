@@ -10,6 +10,7 @@ from mmpretrain.structures import DataSample
 from torch import Tensor
 
 from ...utils.validation import check_int, check_number
+from ..utils.amp import autocast_off
 from ..utils.ema import EMATargetMixin, LinearMomentumEMA
 from ..utils.patch_drop import check_mask_ratio
 from .prototype_embed import PrototypeEmbedMixin
@@ -137,7 +138,7 @@ class PMSN(PrototypeEmbedMixin, EMATargetMixin, BaseSelfSupervisor):
         Returns:
             Losses (``loss_*``) and statistics of :class:`PMSNLoss`, plus
             ``target_momentum``, the momentum of the target update that
-            follows this step.
+            follows this step (a float64 CPU tensor: no device read).
         """
         self.check_target_updated()
         if not isinstance(inputs, (list, tuple)) or \
@@ -157,8 +158,15 @@ class PMSN(PrototypeEmbedMixin, EMATargetMixin, BaseSelfSupervisor):
         anchors = [self._encode(random_views, self.mask_ratio)]
         if focal_views:
             anchors.append(self._encode(focal_views, 0.0))
-        losses = self.head.loss(torch.cat(anchors), targets)
-        losses['target_momentum'] = targets.new_tensor(
-            self.next_target_momentum())
+        anchors = torch.cat(anchors)
+        # the prototype probabilities and the loss in float32 (the head
+        # upcasts its inputs; autocast would cast its matmul and, on the
+        # CPU, its log_softmax back to the low dtype)
+        with autocast_off(anchors.device.type):
+            losses = self.head.loss(anchors, targets)
+        # a host (CPU) tensor from the host counter: logging it reads no
+        # device value and copies nothing to the device
+        losses['target_momentum'] = torch.tensor(
+            self.next_target_momentum(), dtype=torch.float64)
         self.mark_target_update_due()
         return losses

@@ -1,6 +1,8 @@
 """PSwAV: SwAV whose Sinkhorn codes follow a cluster prior."""
+import itertools
 from typing import Dict, List
 
+import torch
 import torch.nn.functional as F
 from mmpretrain.models.selfsup import SwAV
 from mmpretrain.registry import MODELS
@@ -19,8 +21,10 @@ class PSwAV(PrototypeEmbedMixin, SwAV):
     prior is SwAV).
 
     Changes to mmpretrain's ``SwAV``: the head returns a dict of losses and
-    statistics, passed on as the loss dict; and embeddings of every stage
-    come from :meth:`extract_feat` / :meth:`embed`
+    statistics, passed on as the loss dict; the crops are grouped by
+    resolution from their shapes on the host (mmpretrain builds a tensor of
+    the sizes and reads it back element by element); and embeddings of
+    every stage come from :meth:`extract_feat` / :meth:`embed`
     (:class:`~pmsn_mm.models.selfsup.PrototypeEmbedMixin`; ``'neck'`` is
     ``SwAVNeck``'s L2-normalised projection of the pooled backbone output,
     ``'probs'`` SwAV's predicted assignments).
@@ -69,4 +73,14 @@ class PSwAV(PrototypeEmbedMixin, SwAV):
         Returns:
             Losses (``loss_*``) and statistics of the head.
         """
-        return super().loss(inputs, data_samples, **kwargs)['loss']
+        if not isinstance(inputs, list):
+            raise TypeError('PSwAV.loss expects a list of crop batches, got '
+                            f'{type(inputs).__name__}.')
+        # multi-resolution forward: one backbone pass per run of crops of
+        # the same size (host-side shapes, no device values)
+        output, start = [], 0
+        for _, group in itertools.groupby(inputs, key=lambda x: x.shape[-1]):
+            end = start + len(list(group))
+            output.append(self.backbone(torch.cat(inputs[start:end])))
+            start = end
+        return self.head.loss(self.neck(output))

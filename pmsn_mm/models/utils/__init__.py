@@ -4,7 +4,7 @@ vectors (KL, entropy, sharpening), pooling and AMP upcasting."""
 from .batch_augment import (color_jitter, gaussian_blur, random_grayscale,
                             replicate_edges, resized_crop_flip,
                             sample_color_params, sample_crop_boxes, solarize)
-from .amp import upcast
+from .amp import autocast_off, upcast
 from .batch_augment_preprocessor import BatchAugmentPreprocessor
 from .dist import all_gather_with_grad, all_reduce_mean_with_grad
 from .distributions import (entropy, global_mean_usage, kl_divergence,
@@ -18,6 +18,7 @@ from .sinkhorn import check_col_marginal, distributed_sinkhorn
 __all__ = [
     'BatchAugmentPreprocessor', 'EMATargetMixin', 'LinearMomentumEMA',
     'PatchDrop', 'all_gather_with_grad', 'all_reduce_mean_with_grad',
+    'autocast_off',
     'check_col_marginal', 'check_mask_ratio', 'color_jitter',
     'distributed_sinkhorn', 'drop_patch_tokens', 'entropy', 'gaussian_blur',
     'global_mean_usage', 'kl_divergence', 'last_output', 'num_kept_tokens',

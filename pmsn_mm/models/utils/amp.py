@@ -1,4 +1,7 @@
 """Mixed precision: the prototype losses compute in float32."""
+from contextlib import contextmanager
+from typing import Iterator
+
 import torch
 from torch import Tensor
 
@@ -14,3 +17,21 @@ def upcast(x: Tensor) -> Tensor:
         ``x.float()`` for float16/bfloat16, else ``x``.
     """
     return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+
+
+@contextmanager
+def autocast_off(device_type: str) -> Iterator[None]:
+    """Leave an enclosing ``torch.autocast`` region of ``device_type``.
+
+    :func:`upcast` alone does not keep a computation in float32 under
+    autocast: autocast casts the inputs of a matmul back to the low dtype,
+    and on the CPU (bfloat16) ``softmax``/``log_softmax`` run in the low
+    dtype too. Inside this context, upcast tensors stay float32 (autocast
+    is disabled for ``device_type`` only; outside autocast it changes
+    nothing).
+
+    Args:
+        device_type: ``'cpu'``, ``'cuda'``, ... (``tensor.device.type``).
+    """
+    with torch.autocast(device_type=device_type, enabled=False):
+        yield

@@ -19,16 +19,20 @@ recipe of MSN, SwAV and VICReg):
   copy of each image's last row and column, so no crop sees it;
 - :func:`sample_color_params` and :func:`color_jitter`: brightness,
   contrast, saturation and hue (torchvision's formulas, kornia's
-  functionals) in a random order per image, with probability ``prob``;
+  functionals; :func:`rotate_hue`) in a random order per image, with
+  probability ``prob``;
 - :func:`random_grayscale`, :func:`gaussian_blur` (PIL's box-blur
   approximation of a Gaussian, per-image sigma), :func:`solarize`.
 
 Images are float tensors with values in [0, 255] (RGB for the colour ops).
+No function reads a device value on the host (no host sync), and the ops
+each one dispatches depend only on shapes and host-side settings, not on
+the batch size or the random draws: masks select with ``torch.where``.
 kornia is imported when a colour or blur op first runs (importing it costs
 about a second).
 """
 import math
-from typing import Dict, Optional, Sequence, Union
+from typing import Any, Dict, Optional, Sequence, Union
 
 import torch
 from torch import Tensor
@@ -191,7 +195,7 @@ def sample_color_params(num: int,
                         prob: float = 1.0,
                         generator: Optional[torch.Generator] = None,
                         device: Optional[torch.device] = None
-                        ) -> Dict[str, Tensor]:
+                        ) -> Dict[str, Any]:
     """Per-image parameters of :func:`color_jitter`.
 
     As torchvision's and mmpretrain's ``ColorJitter`` inside a
@@ -212,8 +216,11 @@ def sample_color_params(num: int,
     Returns:
         ``factors`` (num, 4) float (identity values where not applied),
         ``order`` (num, 4) long (a permutation of 0..3 per image: 0
-        brightness, 1 contrast, 2 saturation, 3 hue) and ``apply`` (num,)
-        bool.
+        brightness, 1 contrast, 2 saturation, 3 hue), ``apply`` (num,)
+        bool, and ``enabled``, a host-side tuple of four Python bools: the
+        adjustments that can change an image at all (strength > 0 and
+        ``prob`` > 0), so that :func:`color_jitter` skips the others
+        without reading device values.
     """
     strengths = [
         check_number('brightness', brightness, 0.0),
@@ -232,63 +239,173 @@ def sample_color_params(num: int,
     neutral = torch.tensor(NEUTRAL_COLOR, device=u.device)
     factors = torch.where(apply[:, None], factors, neutral)
     order = u[:, 5:9].argsort(dim=1)
-    return dict(factors=factors, order=order, apply=apply)
+    enabled = tuple(prob > 0 and s > 0 for s in strengths + [hue])
+    return dict(factors=factors, order=order, apply=apply, enabled=enabled)
 
 
-def _color_ops():
-    from kornia.enhance import (adjust_brightness_accumulative,
-                                adjust_contrast_with_mean_subtraction,
-                                adjust_hue,
-                                adjust_saturation_with_gray_subtraction)
-    return (
-        adjust_brightness_accumulative,
-        adjust_contrast_with_mean_subtraction,
-        adjust_saturation_with_gray_subtraction,
-        lambda x, f: adjust_hue(x, f * 2 * math.pi),  # turns -> radians
-    )
+def _kept_in_order(order: Tensor, keep: Tensor, count: int) -> Tensor:
+    """The entries of each row of ``order`` that ``keep`` marks, in their
+    order, when every row keeps the same number ``count`` (a stable sort
+    on a fixed-size key, no gather of a data-dependent size).
+
+    Args:
+        order: Long tensor of shape (B, K).
+        keep: Bool tensor of shape (B, K) with ``count`` True per row.
+        count: Entries kept per row (host-side).
+
+    Returns:
+        Long tensor of shape (B, count).
+    """
+    steps = order.shape[1]
+    key = torch.arange(steps, device=order.device) + steps * (~keep).long()
+    return order.gather(1, key.argsort(dim=1)[:, :count])
 
 
-def color_jitter(images: Tensor, params: Dict[str, Tensor]) -> Tensor:
+def _blend_step(images: Tensor, factors: Tensor, op: Tensor,
+                contrast: bool, saturation: bool) -> Tensor:
+    """One brightness / contrast / saturation step, each image its own.
+
+    The three are blends ``x * f + ref * (1 - f)`` with the reference
+    ``0`` (brightness), the grey mean (contrast) or the grey image
+    (saturation), as kornia's torchvision-consistent functionals write
+    them (computed as ``torch.lerp``, equal to float rounding); ``op`` -1
+    is the identity (``f = 1``, exactly the input).
+
+    Args:
+        images: Float tensor of shape (B, C, H, W) in [0, 1].
+        factors: Float tensor of shape (B, 4) (see
+            :func:`sample_color_params`).
+        op: Long tensor of shape (B,), values in {-1, 0, 1, 2}.
+        contrast: Whether contrast can occur (else no grey mean).
+        saturation: Whether saturation can occur (else no per-pixel
+            reference).
+
+    Returns:
+        Tensor of shape (B, C, H, W) in [0, 1].
+    """
+    factor = factors.gather(1, op.clamp(min=0)[:, None]).squeeze(1)
+    factor = torch.where(op < 0, torch.ones_like(factor), factor)
+    factor = factor.to(images.dtype).view(-1, 1, 1, 1)
+    if not (contrast or saturation):  # brightness (or identity) only
+        return (images * factor).clamp(0.0, 1.0)
+    op = op.view(-1, 1, 1, 1)
+    if images.shape[1] == 3:  # grey as kornia's functionals compute it
+        from kornia.color import rgb_to_grayscale
+        grey = rgb_to_grayscale(images)
+        mean = grey.mean((-2, -1), True)
+    else:  # contrast only (saturation needs RGB)
+        grey, mean = None, images.mean((-3, -2, -1), True)
+    ref = torch.where(op == 1, mean, torch.zeros_like(mean))
+    if saturation:
+        ref = torch.where(op == 2, grey, ref)
+    # ref + f * (x - ref): kornia's blends to float rounding, in one pass
+    return torch.lerp(ref, images, factor).clamp(0.0, 1.0)
+
+
+def rotate_hue(images: Tensor, turns: Tensor) -> Tensor:
+    """Rotate the hue of RGB images in HSV, each image by its own amount
+    (torchvision's ``adjust_hue``: value and saturation kept).
+
+    The HSV round trip in closed form: with ``V = max``, ``C = max - min``
+    and the hue ``h`` in sextants, channel ``n`` (5 red, 3 green, 1 blue)
+    is ``V - C * clamp(min(k, 4 - k), 0, 1)`` for ``k = (n + h') mod 6``,
+    ``h'`` the rotated hue; equal to kornia's ``rgb_to_hsv`` /
+    ``hsv_to_rgb`` to float rounding (same sextant tie-breaking), in about
+    a third of the element-wise passes.
+
+    Args:
+        images: Float tensor of shape (B, 3, H, W) in [0, 1].
+        turns: Float tensor of shape (B,): the rotation, a fraction of a
+            turn (hue factor of ``ColorJitter``).
+
+    Returns:
+        Tensor of shape (B, 3, H, W) in [0, 1].
+    """
+    red, green, blue = images.unbind(dim=1)
+    top = images.amax(dim=1)
+    chroma = top - images.amin(dim=1)
+    safe = torch.where(chroma == 0, torch.ones_like(chroma), chroma)
+    sextant = torch.where((red >= green) & (red >= blue),
+                          (green - blue) / safe,
+                          torch.where(green >= blue,
+                                      (blue - red) / safe + 2.0,
+                                      (red - green) / safe + 4.0))
+    shift = 6.0 * turns.to(device=images.device, dtype=images.dtype)
+    sextant = sextant + shift.view(-1, 1, 1)
+    channel = images.new_tensor([5.0, 3.0, 1.0]).view(1, 3, 1, 1)
+    k = torch.remainder(sextant[:, None] + channel, 6.0)
+    ramp = torch.minimum(k, 4.0 - k).clamp(0.0, 1.0)
+    return top[:, None] - chroma[:, None] * ramp
+
+
+def color_jitter(images: Tensor, params: Dict[str, Any]) -> Tensor:
     """Brightness, contrast, saturation and hue, in each image's order.
 
-    Step ``k`` applies, to every image, the adjustment ``order[:, k]`` with
-    its factor (kornia's torchvision-consistent functionals: brightness
-    multiplies, contrast blends with the grey mean, saturation with the
-    grey image, hue rotates in HSV), computing each adjustment once on the
-    images that need it; the result is clipped to [0, 255] after every
-    step, as the per-image transforms do.
+    Each image applies its four adjustments in its own ``order`` (kornia's
+    torchvision-consistent functionals: brightness multiplies, contrast
+    blends with the grey mean, saturation with the grey image, hue rotates
+    in HSV, :func:`rotate_hue`), the result clipped to [0, 255] after every
+    step, as the per-sample transforms do. Batched with a fixed sequence
+    of ops (no host sync, nothing that grows with the batch): brightness,
+    contrast and saturation are one blend step with a per-image reference
+    and factor (an unmoved image blends with factor 1, exactly the identity);
+    the adjustments that ``params['enabled']`` rules out are dropped from
+    every order; when hue is enabled, each image's blends before its hue
+    step run first (one step per slot, the identity where an image has
+    fewer), then the hue rotation (kept only where the hue factor is not
+    0), then the blends after it.
 
     Args:
         images: Float tensor of shape (B, C, H, W) in [0, 255]; RGB (C = 3)
             for saturation and hue, any C for brightness and contrast.
-        params: Output of :func:`sample_color_params` for B images.
+        params: Output of :func:`sample_color_params` for B images; without
+            ``enabled``, every adjustment counts as enabled.
 
     Returns:
         Tensor of shape (B, C, H, W) in [0, 255].
     """
     factors, order = params['factors'], params['order']
-    neutral = torch.tensor(NEUTRAL_COLOR, device=factors.device)
-    active = factors != neutral  # (B, 4)
-    if not bool(active.any()):
+    enabled = tuple(bool(e) for e in params.get('enabled', (True, ) * 4))
+    if not any(enabled):
         return images
-    if images.shape[1] != 3 and bool(active[:, 2:].any()):
+    if images.shape[1] != 3 and (enabled[2] or enabled[3]):
         raise ValueError('saturation and hue need RGB images (C = 3), got '
                          f'C = {images.shape[1]}.')
-    ops = _color_ops()
+    factors = factors.to(images.device)
+    order = order.to(images.device)
+    on = torch.tensor(enabled, device=images.device)
+    count = sum(enabled)
+    seq = _kept_in_order(order, on[order], count)  # (B, count)
     out = images / 255.0
-    for step in range(4):
-        for op, adjust in enumerate(ops):
-            picked = (order[:, step] == op) & active[:, op]
-            if not bool(picked.any()):
-                continue
-            index = picked.nonzero().squeeze(1)
-            out[index] = adjust(out[index], factors[index, op]).clamp(0, 1)
+    if not enabled[3]:
+        for step in range(count):
+            out = _blend_step(out, factors, seq[:, step], *enabled[1:3])
+        return out * 255.0
+    # hue at position `pos` of each image's sequence; blends around it
+    is_hue = seq == 3
+    pos = is_hue.long().argmax(dim=1)  # (B,)
+    blends = count - 1
+    if blends:
+        bseq = _kept_in_order(seq, ~is_hue, blends)  # (B, blends)
+        slots = torch.arange(blends, device=images.device)[None]
+        pre = torch.where(slots < pos[:, None], bseq, -1)
+        after = pos[:, None] + slots
+        post = bseq.gather(1, after.clamp(max=blends - 1))
+        post = torch.where(after < blends, post, -1)
+    for step in range(blends):
+        out = _blend_step(out, factors, pre[:, step], *enabled[1:3])
+    hue = factors[:, 3].to(images.dtype)
+    rotated = rotate_hue(out, hue).clamp(0.0, 1.0)
+    out = torch.where((hue != 0).view(-1, 1, 1, 1), rotated, out)
+    for step in range(blends):
+        out = _blend_step(out, factors, post[:, step], *enabled[1:3])
     return out * 255.0
 
 
 def random_grayscale(images: Tensor, mask: Tensor) -> Tensor:
     """Replace the masked RGB images by their luma, kept on 3 channels
-    (``RandomGrayscale(keep_channels=True)``; ITU-R 601 weights).
+    (``RandomGrayscale(keep_channels=True)``; ITU-R 601 weights). Every
+    image is converted and the mask selects, so nothing waits on it.
 
     Args:
         images: Float tensor of shape (B, 3, H, W).
@@ -297,11 +414,10 @@ def random_grayscale(images: Tensor, mask: Tensor) -> Tensor:
     Returns:
         Tensor of shape (B, 3, H, W).
     """
-    if not bool(mask.any()):
-        return images
     weights = images.new_tensor([0.299, 0.587, 0.114]).view(1, 3, 1, 1)
     grey = (images * weights).sum(dim=1, keepdim=True).expand_as(images)
-    return torch.where(mask.view(-1, 1, 1, 1), grey, images)
+    return torch.where(mask.to(images.device).view(-1, 1, 1, 1), grey,
+                       images)
 
 
 def box_blur_radius(sigma: Tensor, passes: int = 3) -> Tensor:

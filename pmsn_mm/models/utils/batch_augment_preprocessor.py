@@ -1,5 +1,5 @@
 """Data pre-processor that draws the SSL views of a batch on the device."""
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 from mmpretrain.models.utils import SelfSupDataPreprocessor
@@ -209,20 +209,35 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
         return list(out.split(num))
 
     @staticmethod
-    def image_sizes(inputs: Tensor, data_samples) -> Dict[str, Tensor]:
+    def image_sizes(inputs: Tensor, data_samples) -> Dict[str, Any]:
         """Each image's ``(h, w)`` in a padded batch: the ``img_shape`` of
-        its data sample (``PackInputs`` keeps it), else the batch's size."""
+        its data sample (``PackInputs`` keeps it), else the batch's size.
+
+        Checked on the host, from the metadata only (no device value is
+        read).
+
+        Args:
+            inputs: The batch tensor of shape (B, C, H, W).
+            data_samples: The batch's data samples, or None.
+
+        Returns:
+            ``heights`` and ``widths``, long tensors of shape (B,) on the
+            device of ``inputs``, and ``padded``, a Python bool: whether
+            some image is smaller than the batch tensor.
+        """
         num, _, height, width = inputs.shape
         shapes = [getattr(s, 'img_shape', None) for s in data_samples or []]
         if len(shapes) != num or any(s is None for s in shapes):
             shapes = [(height, width)] * num
-        sizes = torch.tensor([tuple(s[:2]) for s in shapes],
-                             device=inputs.device)
-        if bool((sizes[:, 0] > height).any() or (sizes[:, 1] > width).any()):
+        sizes = [(int(s[0]), int(s[1])) for s in shapes]
+        if any(h > height or w > width for h, w in sizes):
             raise ValueError('an img_shape exceeds the batch tensor '
                              f'({height} x {width}); pack the images with '
                              'padded_collate.')
-        return dict(heights=sizes[:, 0], widths=sizes[:, 1])
+        padded = any(h < height or w < width for h, w in sizes)
+        table = torch.tensor(sizes, dtype=torch.long).to(inputs.device,
+                                                         non_blocking=True)
+        return dict(heights=table[:, 0], widths=table[:, 1], padded=padded)
 
     def forward(self, data: dict, training: bool = False) -> dict:
         """Views (training) or the normalised batch (evaluation).
@@ -252,12 +267,12 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
                     f'{len(inputs)} views; use pipeline=[PackInputs] '
                     'instead of MultiView.')
             inputs = inputs[0]
-        if self._channel_conversion:
-            inputs = inputs[:, [2, 1, 0], ...]
+        if self._channel_conversion:  # BGR <-> RGB
+            inputs = (inputs.flip(1) if inputs.shape[1] == 3 else
+                      inputs[:, [2, 1, 0], ...])
         inputs = inputs.float()
         sizes = self.image_sizes(inputs, data_samples)
-        if bool((sizes['heights'] < inputs.shape[2]).any()
-                or (sizes['widths'] < inputs.shape[3]).any()):
+        if sizes['padded']:
             inputs = replicate_edges(inputs, sizes['heights'],
                                      sizes['widths'])
         views = [

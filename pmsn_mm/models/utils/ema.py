@@ -28,8 +28,10 @@ class LinearMomentumEMA(ExponentialMovingAverage):
 
         m_t = m_0 + (m_{end} - m_0) \min(1, t / (s \cdot T))
 
-    where ``t`` is the number of updates so far (the ``steps`` buffer: it is
-    saved in checkpoints, so a resumed run continues the schedule), ``T`` the
+    where ``t`` is the number of updates so far (:attr:`num_updates`, a
+    host counter mirrored in the ``steps`` buffer: it is saved in
+    checkpoints and re-read once after a load, so a resumed run continues
+    the schedule; no update reads the device), ``T`` the
     number of training iterations and ``s`` the stretch of the schedule.
     MSN (official ``msn_train.py``): the target starts as a copy of the
     online model (:meth:`sync_from`, at the start of training) and after
@@ -86,6 +88,8 @@ class LinearMomentumEMA(ExponentialMovingAverage):
         self.schedule_scale = schedule_scale
         self.max_iters = max_iters
         self.current_momentum = momentum
+        #: Host copy of ``steps``; None: re-read it (after a load).
+        self._num_updates: Optional[int] = 0
 
     def momentum_at(self, steps: int) -> float:
         """``m_t`` after ``steps`` updates.
@@ -120,33 +124,85 @@ class LinearMomentumEMA(ExponentialMovingAverage):
                             model.state_dict().values()):
             avg.copy_(src.to(avg.device))
 
+    @property
+    def num_updates(self) -> int:
+        """Number of updates so far, ``t``, counted on the host.
+
+        Mirrors the ``steps`` buffer (which checkpoints save) without
+        reading it every update: a device read is a host sync on a GPU.
+        After a state dict load (resume) the buffer is read once, here, on
+        first use.
+        """
+        if self._num_updates is None:
+            self._num_updates = int(self.steps)  # once after a load
+        return self._num_updates
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, *args,
+                              **kwargs) -> None:
+        """Load as ``nn.Module`` does, then re-read ``steps`` on next use.
+
+        Called for ``load_state_dict`` and for mmengine's checkpoint
+        loading (resume) alike.
+
+        Args:
+            state_dict: The state dict being loaded.
+            prefix: This module's key prefix in it.
+            *args: The other arguments of ``nn.Module._load_from_state_dict``.
+            **kwargs: Its keyword arguments.
+        """
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        self._num_updates = None  # resynchronised from the loaded buffer
+
     @torch.no_grad()
     def update_parameters(self, model: nn.Module) -> None:
         """Average ``model`` in with the scheduled momentum of this update,
         ``m_t`` for ``t = steps``, then count it.
 
-        mmengine's ``update_parameters`` with one change: update 0 averages
-        like every other (the initial copy is :meth:`sync_from`).
+        mmengine's ``update_parameters`` with two changes: update 0
+        averages like every other (the initial copy is :meth:`sync_from`),
+        and all tensors are updated together. ``m_t`` comes from the host
+        counter :attr:`num_updates` (no device read), the floating-point
+        averaged tensors get one ``torch._foreach_lerp_`` (the same
+        ``lerp`` per tensor as :meth:`avg_func`: bit-identical results),
+        the buffers that are not averaged one ``torch._foreach_copy_``,
+        and ``steps`` one ``fill_``: a handful of kernel launches and no
+        host sync whatever the number of parameters (official MSN,
+        ``msn_train.py``: ``param_k.data.mul_(m).add_((1.-m) *
+        param_q.detach().data)`` per parameter, i.e. the same average
+        with target momentum ``m = 1 - m_t``, up to round-off).
 
         Args:
             model: The online model.
         """
-        self.current_momentum = self.momentum_at(int(self.steps))
-        source = (model.state_dict() if self.update_buffers else dict(
-            model.named_parameters()))
-        if int(self.steps) % self.interval == 0:
+        steps = self.num_updates
+        self.current_momentum = self.momentum_at(steps)
+        # keep_vars: no detach op per tensor (no_grad already applies)
+        source = (model.state_dict(keep_vars=True) if self.update_buffers
+                  else dict(model.named_parameters()))
+        if steps % self.interval == 0:
+            averaged, online = [], []
             for key, avg in self.avg_parameters.items():
                 if avg.dtype.is_floating_point:
-                    self.avg_func(avg.data, source[key].data.to(avg.device),
-                                  int(self.steps))
-        if not self.update_buffers:
+                    averaged.append(avg)
+                    online.append(source[key].to(avg.device))
+            if averaged:
+                torch._foreach_lerp_(averaged, online, self.current_momentum)
+        if not self.update_buffers:  # copied, not averaged (mmengine)
+            copies, online = [], []
             for avg, src in zip(self.module.buffers(), model.buffers()):
-                avg.data.copy_(src.data.to(avg.device))
-        self.steps += 1
+                copies.append(avg)
+                online.append(src.to(avg.device))
+            if copies:
+                torch._foreach_copy_(copies, online)
+        self._num_updates = steps + 1
+        self.steps.fill_(self._num_updates)
 
     def avg_func(self, averaged_param: Tensor, source_param: Tensor,
                  steps: int) -> None:
         """``averaged += m_t * (source - averaged)``, in place.
+
+        The update of one tensor (mmengine's interface); the fused
+        :meth:`update_parameters` applies the same ``lerp`` to all at once.
 
         Args:
             averaged_param: The averaged parameter.
@@ -201,8 +257,9 @@ class EMATargetMixin:
         self._target_update_due = False
 
     def next_target_momentum(self) -> float:
-        """The target momentum (MSN convention) of the coming update."""
-        return 1.0 - self.target_net.momentum_at(int(self.target_net.steps))
+        """The target momentum (MSN convention) of the coming update, from
+        the target's host step counter (no device read)."""
+        return 1.0 - self.target_net.momentum_at(self.target_net.num_updates)
 
     def check_target_updated(self) -> None:
         """Refuse a training step whose previous step left the target

@@ -51,7 +51,8 @@ def _check_proto_mass(proto_mass: Tensor) -> None:
 @torch.no_grad()
 def distributed_sinkhorn(probs: Tensor,
                          num_iters: int = 3,
-                         col_marginal: Optional[Tensor] = None) -> Tensor:
+                         col_marginal: Optional[Tensor] = None,
+                         validate: bool = True) -> Tensor:
     """Balance soft assignments over the global batch (MSN/SwAV
     Sinkhorn-Knopp), towards uniform or prior cluster sizes.
 
@@ -90,6 +91,13 @@ def distributed_sinkhorn(probs: Tensor,
             ``MARGINAL_SUM_TOL``; it is then divided by its sum). None
             balances towards uniform ``1 / K`` with the official code's
             arithmetic. Defaults to None.
+        validate: Check the values of ``col_marginal`` and the prototype
+            masses (:func:`check_col_marginal`; ``ValueError`` instead of a
+            NaN output). Each check reads a device value, i.e. is a host
+            sync; the losses pass False in training steps (their priors are
+            validated where they are built or updated, and a NaN loss is
+            caught by ``NonFiniteGuardHook``). Shapes are always checked
+            (host metadata). Defaults to True.
 
     Returns:
         Tensor of shape (B_local, K): rows sum to 1; over the global batch
@@ -104,7 +112,13 @@ def distributed_sinkhorn(probs: Tensor,
     num_protos = q.shape[0]
     batch_size = q.shape[1] * get_world_size()
     if col_marginal is not None:
-        check_col_marginal(col_marginal, num_protos)
+        if validate:
+            check_col_marginal(col_marginal, num_protos)
+        elif col_marginal.dim() != 1 or col_marginal.shape[0] != num_protos:
+            raise ValueError(
+                'col_marginal must have shape (K,) with K = number of '
+                f'prototypes = {num_protos}, but has shape '
+                f'{tuple(col_marginal.shape)}.')
         marginal = col_marginal.detach().to(device=q.device, dtype=q.dtype)
         marginal = (marginal / marginal.sum()).unsqueeze(1)  # (K, 1)
 
@@ -116,7 +130,7 @@ def distributed_sinkhorn(probs: Tensor,
         # global batch.
         proto_mass = q.sum(dim=1, keepdim=True)
         all_reduce(proto_mass, op='sum')
-        if it == 0:
+        if it == 0 and validate:
             _check_proto_mass(proto_mass)
         q /= proto_mass
         if col_marginal is None:

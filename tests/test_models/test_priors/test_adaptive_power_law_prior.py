@@ -257,3 +257,24 @@ def test_invalid_usage(bad):
     with pytest.raises(ValueError, match='usage must be finite and >= 0'):
         prior.update_usage(torch.tensor([0.5, 0.5, bad]))
     assert prior.num_updates.item() == 0  # nothing was updated
+
+
+def test_training_step_update_makes_no_host_sync():
+    """check=False (the head's call in a training step): the same update,
+    all on the device; an unusable usage is ignored."""
+    from pmsn_mm.utils.op_counter import OpCounter
+    checked = AdaptivePowerLawPrior(6, momentum=0.5, warmup_updates=1)
+    unchecked = AdaptivePowerLawPrior(6, momentum=0.5, warmup_updates=1)
+    for tau in (0.3, 0.9, 1.2):
+        checked.update_usage(_power_law(6, tau))
+        with OpCounter() as counter:
+            unchecked.update_usage(_power_law(6, tau), check=False)
+        assert counter.syncs == 0, counter.summary()
+    for name in ('tau', 'tau_fit', 'usage_ema', 'num_updates', 'probs'):
+        torch.testing.assert_close(getattr(unchecked, name),
+                                   getattr(checked, name))
+    nan = torch.full((6, ), float('nan'), dtype=torch.float64)
+    unchecked.update_usage(nan, check=False)
+    assert unchecked.num_updates.item() == 3
+    torch.testing.assert_close(unchecked.tau, checked.tau)
+    assert torch.isfinite(unchecked.usage_ema).all()

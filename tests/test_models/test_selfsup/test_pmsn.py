@@ -7,6 +7,7 @@ import torch.nn as nn
 from mmengine.logging import MessageHub
 
 from mmpretrain.registry import MODELS
+from pmsn_mm.utils.op_counter import OpCounter
 
 D = 32
 
@@ -183,3 +184,23 @@ def test_too_few_views_raise():
     model = _pmsn(_vit(), 48, num_random_views=2)
     with pytest.raises(ValueError, match='num_random_views=2'):
         model.loss(_views(sizes=(32, 32)), data_samples=[])
+
+
+def test_target_update_and_logged_momentum_read_no_device_value():
+    """One fused update per step from the host step counter: a few ops
+    whatever the depth, no host sync; ``target_momentum`` is logged from
+    a CPU tensor (before: 1 device read of ``steps`` per parameter)."""
+    hub = MessageHub.get_instance('pmsn-momentum-sync-test')
+    hub.update_info('max_iters', 8)
+    model = _pmsn(_vit(), 48)
+    model.init_weights()
+    views = _views(sizes=(32, 32))
+    losses = model.loss(views, data_samples=[])
+    assert losses['target_momentum'].device.type == 'cpu'
+    assert losses['target_momentum'].dtype == torch.float64
+    with OpCounter() as counter:
+        momentum = model.next_target_momentum()
+        model.update_target()
+    assert counter.syncs == 0, counter.summary()
+    assert counter.ops <= 20, counter.op_names
+    assert momentum == 1 - model.target_net.current_momentum == 0.996

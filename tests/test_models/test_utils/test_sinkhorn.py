@@ -183,3 +183,16 @@ def test_sinkhorn_prototype_without_mass_raises(prior):
     with pytest.raises(ValueError, match=r'prototypes \[2\] have zero \(or '
                        r'NaN\) total mass over the global batch'):
         distributed_sinkhorn(probs, col_marginal=prior)
+
+
+@pytest.mark.parametrize('prior', [None, _power_law(4)])
+def test_sinkhorn_without_validation_makes_no_host_sync(prior):
+    from pmsn_mm.utils.op_counter import OpCounter
+    probs = _positive()
+    with OpCounter() as counter:
+        out = distributed_sinkhorn(probs, 3, prior, validate=False)
+    assert counter.syncs == 0, counter.summary()
+    torch.testing.assert_close(out, distributed_sinkhorn(probs, 3, prior))
+    with pytest.raises(ValueError, match=r'col_marginal must have shape'):
+        distributed_sinkhorn(probs, 3, torch.full((3, ), 1 / 3),
+                             validate=False)  # shapes are host metadata

@@ -1,0 +1,74 @@
+"""mmpretrain's ``SimCLR`` without host syncs (registered in its place)."""
+from typing import Dict, List, Tuple
+
+import torch
+from mmpretrain.models.selfsup import SimCLR as _MMPretrainSimCLR
+from mmpretrain.models.selfsup.simclr import GatherLayer
+from mmpretrain.registry import MODELS
+from mmpretrain.structures import DataSample
+from torch import Tensor
+
+
+def positive_negative_index(batch_size: int,
+                            device: torch.device) -> Tuple[Tensor, Tensor]:
+    """Column indices of the positive and the negatives of every row of
+    SimCLR's (2N, 2N) similarity matrix (the two views of sample ``k`` in
+    rows ``2k`` and ``2k + 1``).
+
+    Args:
+        batch_size: N, the (global) number of samples.
+        device: Where the indices go.
+
+    Returns:
+        ``(positive, negatives)``: Long tensors of shape (2N, 1) (the other
+        view of the row's sample) and (2N, 2N - 2) (every other column, in
+        order), made with ``arange``: no host sync.
+    """
+    rows = torch.arange(2 * batch_size, device=device)
+    positive = torch.bitwise_xor(rows, 1).unsqueeze(1)
+    cols = torch.arange(2 * batch_size - 2, device=device).unsqueeze(0)
+    first = (rows - rows % 2).unsqueeze(1)  # 2k: the sample's first row
+    negatives = cols + 2 * (cols >= first).long()
+    return positive, negatives
+
+
+@MODELS.register_module(name='SimCLR', force=True)
+class SimCLR(_MMPretrainSimCLR):
+    """SimCLR (`arXiv:2002.05709 <https://arxiv.org/abs/2002.05709>`_) with
+    mmpretrain's loss, its positives and negatives gathered by index.
+
+    mmpretrain's ``loss`` selects them with ``torch.masked_select`` (an
+    output whose size depends on device values: two host syncs per step);
+    here ``gather`` with :func:`positive_negative_index` picks the same
+    entries in the same order. Registered as ``'SimCLR'`` when
+    :mod:`pmsn_mm` is imported.
+
+    Args:
+        See mmpretrain's ``SimCLR`` / ``BaseSelfSupervisor``.
+    """
+
+    def loss(self, inputs: List[Tensor], data_samples: List[DataSample],
+             **kwargs) -> Dict[str, Tensor]:
+        """The SimCLR (NT-Xent) loss of two views per sample.
+
+        Args:
+            inputs: Two tensors of shape (B, C, H, W), the views.
+            data_samples: Unused (self-supervised).
+
+        Returns:
+            ``dict(loss=...)``.
+        """
+        if not isinstance(inputs, list):
+            raise TypeError('SimCLR.loss expects a list of two view batches, '
+                            f'got {type(inputs).__name__}.')
+        inputs = torch.stack(inputs, 1)
+        inputs = inputs.reshape((inputs.size(0) * 2, inputs.size(2),
+                                 inputs.size(3), inputs.size(4)))
+        z = self.neck(self.backbone(inputs))[0]  # (2n, d)
+        z = z / (torch.norm(z, p=2, dim=1, keepdim=True) + 1e-10)
+        z = torch.cat(GatherLayer.apply(z), dim=0)  # (2N, d)
+        s = torch.matmul(z, z.permute(1, 0))  # (2N, 2N)
+        positive, negatives = positive_negative_index(z.size(0) // 2,
+                                                      s.device)
+        loss = self.head.loss(s.gather(1, positive), s.gather(1, negatives))
+        return dict(loss=loss)
