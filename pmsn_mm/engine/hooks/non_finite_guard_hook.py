@@ -126,6 +126,9 @@ class NonFiniteGuardHook(Hook):
             handle.remove()
         self._handles = []
 
+    # not traced by torch.compile (mmengine's compile=True compiles the
+    # whole train_step, optimizer included): plain eager bookkeeping
+    @torch._dynamo.disable
     def _before_step(self, optimizer: Optimizer, args, kwargs) -> None:
         if self.action == 'stop':  # read after the iteration, with the loss
             flag = _grads_finite_flag(optimizer)
