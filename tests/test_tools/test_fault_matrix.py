@@ -34,9 +34,10 @@ import torch
 from pmsn_mm.utils import atomic_file_backend, find_resume_checkpoint
 from tests._configs import REPO, TINY_PMSN, write_config
 from tests._dist import free_port
-from tests.test_tools.test_train_work_dir import train
+from tests._tools import load_tool
 
 TRAIN = osp.join(REPO, 'tools', 'train.py')
+train = load_tool('tools/train.py')
 
 
 def _env() -> dict:

@@ -1,6 +1,5 @@
 """tools/train.py never overwrites or resumes silently."""
 import glob
-import importlib.util
 import os
 import os.path as osp
 import re
@@ -9,19 +8,11 @@ import shutil
 import pytest
 import torch
 
-from tests._configs import REPO, TINY_CLASSIFIER, write_config
+from tests._configs import TINY_CLASSIFIER, write_config
 from tests._kill_hooks import HookFailure
+from tests._tools import load_tool
 
-
-def _load_train_tool():
-    spec = importlib.util.spec_from_file_location(
-        'tool_train_work_dir', osp.join(REPO, 'tools', 'train.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-train = _load_train_tool()
+train = load_tool('tools/train.py')
 
 
 def _main(cfg, work_dir, name, *flags, options=()):
