@@ -8,7 +8,10 @@ It also allow-lists the exact non-tensor types that mmengine training
 checkpoints contain, so ``--resume`` works with ``torch.load(weights_only=True)``,
 registers the ``'atomic_local'`` file backend (atomic checkpoint writes), and
 makes the registered pmsn_mm classes refuse unknown config keys with the
-valid keys listed (:mod:`pmsn_mm.utils.config_keys`). mmcv-lite's
+valid keys listed (:mod:`pmsn_mm.utils.config_keys`), and registers the
+model index (``model-index.yml``) in mmpretrain's ``ModelHub``, so that
+``mmpretrain.list_models('*pmsn*')`` and ``mmpretrain.get_model(name)``
+know the pretraining configs (:mod:`pmsn_mm.utils.model_index`). mmcv-lite's
 ``MultiScaleDeformableAttention`` import warning is filtered before mmcv is
 imported (:mod:`pmsn_mm.upstream_notes`).
 """
@@ -25,7 +28,9 @@ register_atomic_backend()
 
 from . import datasets, engine, evaluation, models  # noqa: E402,F401
 from .utils.config_keys import apply_strict_config_keys  # noqa: E402
+from .utils.model_index import register_model_index  # noqa: E402
 
 apply_strict_config_keys()
+register_model_index()
 
 __all__ = ['__version__', 'allow_checkpoint_globals']

@@ -2,7 +2,8 @@
 
 :func:`shrink` makes a config CPU-sized and nothing else: narrower encoders
 (ViT width 32 with the config's depth, ResNet stem/base width 8 with its
-depth), the downstream widths that follow from them, small batches (8 for
+depth; the same for timm ViTs and ResNets in ``PooledTIMMBackbone``), the
+downstream widths that follow from them, small batches (8 for
 class-stratified batches, else 4; ``classes_per_batch`` becomes the batch
 where it exceeded it), 2 iterations (``max_iters`` or one epoch of 2
 batches), no dataloader workers, and small in-memory toy sets and kNN
@@ -14,6 +15,7 @@ where the configs' ``data_root`` settings look (written by
 """
 import glob
 import os.path as osp
+import re
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -61,6 +63,22 @@ def shrink_backbone(backbone: ConfigDict) -> Optional[int]:
                              num_layers=_vit_layers(backbone), num_heads=2,
                              feedforward_channels=2 * VIT_WIDTH)
         return VIT_WIDTH
+    if backbone.type == 'PooledTIMMBackbone':  # timm's own arguments
+        kwargs = dict(backbone.get('model_kwargs') or {})
+        name = backbone.model_name
+        depth = re.match(r'resnet(\d+)$', name)
+        if name.startswith('vit_'):
+            kwargs.update(embed_dim=VIT_WIDTH, num_heads=2)
+            width = VIT_WIDTH
+        elif depth and int(depth.group(1)) in RESNET_OUT:
+            kwargs.update(stem_width=RESNET_WIDTH,
+                          channels=tuple(RESNET_WIDTH * 2**i
+                                         for i in range(4)))
+            width = RESNET_WIDTH * RESNET_OUT[int(depth.group(1))]
+        else:
+            return None
+        backbone.model_kwargs = kwargs
+        return width
     if backbone.type == 'ResNet' and backbone.get('base_channels', 64) > 8:
         backbone.update(stem_channels=RESNET_WIDTH,
                         base_channels=RESNET_WIDTH)

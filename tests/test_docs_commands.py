@@ -1,11 +1,13 @@
 """Every documented command runs as printed, on the sample data.
 
 Which commands: every fenced ```` ```bash ````, ```` ```sh ```` or untagged
-code block of ``README.md`` and ``configs/**/README.md`` that names a tool of
-this repository (``tools/...``). Left out: the set-up block that starts with
-``python3 -m venv`` (``tests/test_readme.py`` checks it; its training command
-is also printed, and run here, in ``configs/pmsn/README.md``). Usage
-synopses are tagged ```` ```text ```` in the docs, not ``bash``.
+code block of ``README.md``, ``docs/*.md`` (the documentation pages) and
+``configs/**/README.md`` that names a tool of this repository
+(``tools/...``) or runs a ``mim`` command on pmsn_mm. Left out: the set-up
+blocks that start with ``python3 -m venv`` (``tests/test_readme.py`` checks
+them; the main job's training command is also printed, and run here, in
+``configs/pmsn/README.md``).
+Usage synopses are tagged ```` ```text ```` in the docs, not ``bash``.
 
 How: each document is followed top to bottom in a fresh tree laid out like
 the repository (``tools`` and ``configs`` linked, ``data/`` = the sample
@@ -13,10 +15,12 @@ data of :func:`pmsn_mm.datasets.sample_data.make_sample_data`). Each block
 runs in ``bash -euo pipefail`` whose ``python`` and ``bash`` are shell
 functions that only record their argv, after bash has expanded variables,
 joined ``\\`` continuations and dropped ``# comments``; ``PATH`` leads
-nowhere, so any other command fails the block, and ``-u`` fails a block that
-uses a variable it does not set. Every recorded invocation is then
-dispatched, in order, in the tree; one that cannot be dispatched fails the
-test, so a newly documented tool cannot be skipped silently:
+nowhere, and bash's ``command_not_found_handle`` records any other command
+too (``mim``, ``mkdir``, ...), and ``-u`` fails a block that uses a variable
+it does not set. Every recorded invocation is then dispatched, in order, in
+the tree; one that cannot be dispatched fails the test with the command, the
+document and the line, so a newly documented tool or command cannot be
+skipped silently:
 
 - ``python tools/X.py ARGS``: ``main(ARGS)`` of the tool, in this process
   (train, test, the two CPU studies, the cached linear probe); the model
@@ -28,8 +32,27 @@ test, so a newly documented tool cannot be skipped silently:
   CONFIG CKPT ARGS`` in one process. The N-process launch itself is
   covered by tests/test_tools/test_dist_train.py, test_dist_resume.py and
   the other distributed tests.
+- ``mim train pmsn_mm CONFIG ARGS`` / ``mim test pmsn_mm CONFIG --checkpoint
+  CKPT ARGS`` / ``mim run pmsn_mm TOOL ARGS``: ``tools/train.py CONFIG ARGS``
+  / ``tools/test.py CONFIG CKPT ARGS`` / ``tools/**/TOOL.py ARGS``, a
+  config given by its file name found under ``configs/`` (as mim finds it
+  in the package), mim's own options (:data:`MIM_DROPPED`: ``--gpus``,
+  ``--launcher``, ...) left out (one process). mim's launch of the
+  installed package's tools is tests/test_tools/test_mim.py's business.
+- ``mim search pmsn_mm ARGS``: mim's own ``search`` command, in this
+  process, reading the repository's ``model-index.yml`` (where the wheel
+  has ``pmsn_mm/.mim/model-index.yml``); it must exit 0 and list models.
 
 Substitutions, all explicit:
+
+- Environment variables a command sees (``IMAGE_FOLDER=... python ...``, or
+  ``export``) are recorded with it and set while it runs (configs read
+  them when they are parsed, mmengine's ``{{$VAR:default}}``), except the
+  launchers' own (:data:`LAUNCHER_ENV`: ``PORT``, ``NNODES``, ...), which
+  configure the N-process launch that the one-process run replaces.
+- ``path/to/NAME`` is the docs' placeholder for the reader's own files: a
+  folder of images in class sub-folders, here the sample ImageNet training
+  folder (``data/imagenet/train``, linked as ``path/to/NAME`` in the tree).
 
 - A config named by ``tools/train.py``, ``tools/test.py``,
   ``tools/linear_probe_cached.py`` or a ``dist_*.sh`` script is replaced by
@@ -44,6 +67,8 @@ Substitutions, all explicit:
   ``class_stratified_cpu_study.py``) run on their own configs with the
   quick-check flag that the docs print next to them (:data:`QUICK`, ``add
   --quick``); the test checks that each document that runs them says so.
+  An explicit ``--max-iters N`` / ``--eval-interval N`` (a record of a long
+  run) is left out, so that the quick check's iterations apply.
   ``class_stratified_cpu_study.py`` starts each training as a subprocess
   ``python tools/train.py ...``; here that command line runs in this
   process.
@@ -62,6 +87,7 @@ metrics; a test returned its metrics; the converter wrote its file (the
 printed timm lines build and load the model); a study wrote its table for
 every prior / method; the cached probe wrote its checkpoint and metrics.
 """
+import contextlib
 import glob
 import math
 import os
@@ -74,7 +100,7 @@ import tempfile
 import time
 import types
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Sequence, Tuple
 
 import pytest
 import torch
@@ -85,9 +111,12 @@ from tests._config_runs import shrink
 from tests._configs import REPO
 from tests._tools import load_tool
 
-#: The documents whose commands run, README first (its trainings feed the
-#: others through the reuse of identical invocations).
+#: The documents whose commands run, README first, then the documentation
+#: pages (their trainings feed the config READMEs through the reuse of
+#: identical invocations).
 DOCS = ['README.md'] + sorted(
+    osp.relpath(p, REPO) for p in glob.glob(osp.join(REPO, 'docs', '*.md'))
+) + sorted(
     osp.relpath(p, REPO)
     for p in glob.glob(osp.join(REPO, 'configs', '**', 'README.md'),
                        recursive=True))
@@ -101,6 +130,17 @@ QUICK = {
     'tools/analysis_tools/prior_toy_study.py': ['--quick'],
     'tools/analysis_tools/class_stratified_cpu_study.py': ['--quick'],
 }
+#: Options of a long run left out with the quick check (name, takes a value).
+QUICK_DROPPED = {'--max-iters': True, '--eval-interval': True}
+#: mim's own options, left out when a ``mim`` command runs in one process.
+MIM_DROPPED = {option: True for option in (
+    '--gpus', '--gpus-per-node', '--cpus-per-task', '--launcher', '--port',
+    '--partition', '--srun-args')}
+#: Variables of tools/dist_*.sh and tools/slurm_train.sh (the launch only).
+LAUNCHER_ENV = ('PORT', 'NNODES', 'NODE_RANK', 'MASTER_ADDR', 'GPUS',
+                'GPUS_PER_NODE', 'CPUS_PER_TASK', 'SRUN_ARGS')
+#: A ``mim`` command on pmsn_mm in a block.
+MIM_COMMAND = re.compile(r'\bmim (?:train|test|run|search) pmsn_mm\b')
 #: Configs a command names, replaced by their CPU-sized version.
 CONFIG_TOOLS = ('tools/train.py', 'tools/test.py',
                 'tools/linear_probe_cached.py')
@@ -109,9 +149,17 @@ RUN_CHECKPOINT = re.compile(
     r'^(?:\./)?work_dirs/(?P<run>[^/]+)/(?:epoch|iter)_\d+\.pth$')
 PRELUDE = r'''
 set -euo pipefail
-_record() { printf '%s\0' "$#" "$@" >> "$DOCS_COMMANDS_LOG"; }
+_record() {  # the argv, after the variables the command sees exported
+  local v
+  for v in $(compgen -e); do
+    case $v in PATH|HOME|PWD|OLDPWD|SHLVL|DOCS_COMMANDS_LOG|_) ;;
+      *) set -- "$v=${!v}" "$@" ;; esac
+  done
+  printf '%s\0' "$#" "$@" >> "$DOCS_COMMANDS_LOG"
+}
 python() { _record python "$@"; }
 bash() { _record bash "$@"; }
+command_not_found_handle() { _record "$@"; }
 '''
 
 
@@ -142,8 +190,8 @@ def doc_blocks(doc: str) -> List[Block]:
         indent = len(match.group('indent'))
         body = '\n'.join(line[indent:]
                          for line in match.group('body').split('\n'))
-        if 'tools/' not in body or body.lstrip().startswith(
-                'python3 -m venv'):
+        if ('tools/' not in body and not MIM_COMMAND.search(body)) or \
+                body.lstrip().startswith('python3 -m venv'):
             continue
         blocks.append(Block(doc, text.count('\n', 0, match.start()) + 1,
                             body, text[match.end():match.end() + 400]))
@@ -182,6 +230,46 @@ def record(block: Block, cwd: str) -> List[List[str]]:
     return commands
 
 
+#: A leading ``NAME=value`` of a recorded invocation: its environment.
+ENV_ASSIGNMENT = re.compile(r'^(?P<name>[A-Za-z_]\w*)=(?P<value>.*)$', re.S)
+#: The docs' placeholder for the reader's own files.
+PLACEHOLDER = re.compile(r'^path/to/[\w.-]+$')
+
+
+def split_env(argv: Sequence[str]) -> Tuple[Dict[str, str], List[str]]:
+    """``['A=1', 'python', ...]`` -> ``({'A': '1'}, ['python', ...])``."""
+    env, argv = {}, list(argv)
+    while argv and ENV_ASSIGNMENT.match(argv[0]):
+        match = ENV_ASSIGNMENT.match(argv.pop(0))
+        env[match.group('name')] = match.group('value')
+    return env, argv
+
+
+def placeholder(scratch: 'Scratch', tree: str, arg: str) -> str:
+    """``path/to/NAME`` -> the same path, linked in ``tree`` to the sample
+    ImageNet training folder (class sub-folders of images)."""
+    if PLACEHOLDER.match(arg) and not osp.lexists(osp.join(tree, arg)):
+        os.makedirs(osp.join(tree, osp.dirname(arg)), exist_ok=True)
+        os.symlink(osp.join(scratch.data, 'imagenet', 'train'),
+                   osp.join(tree, arg))
+    return arg
+
+
+@contextlib.contextmanager
+def environment(env: Dict[str, str]) -> Iterator[None]:
+    """Set environment variables for a block of code, then restore them."""
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def dispatch_target(argv: Sequence[str]) -> Tuple[str, List[str]]:
     """The tool and arguments a recorded invocation runs.
 
@@ -201,9 +289,57 @@ def dispatch_target(argv: Sequence[str]) -> Tuple[str, List[str]]:
     if len(argv) >= 5 and argv[0] == 'bash' and osp.normpath(
             argv[1]) == 'tools/dist_test.sh' and argv[4].isdigit():
         return 'tools/test.py', argv[2:4] + argv[5:]
-    raise AssertionError(f'cannot dispatch {shlex.join(argv)}: add it to '
-                         'tests/test_docs_commands.py with a check of its '
-                         'result')
+    if len(argv) >= 4 and argv[:3] == ['mim', 'train', 'pmsn_mm']:
+        args = _drop_options(argv[3:], MIM_DROPPED)
+        return 'tools/train.py', [_config_by_name(args[0])] + args[1:]
+    if len(argv) >= 4 and argv[:3] == ['mim', 'test', 'pmsn_mm']:
+        args = _drop_options(argv[3:], MIM_DROPPED)
+        args[0] = _config_by_name(args[0])
+        if '--checkpoint' in args[:-1]:
+            i = args.index('--checkpoint')
+            return 'tools/test.py', [args[0], args[i + 1]] + [
+                a for j, a in enumerate(args[1:], 1) if j not in (i, i + 1)]
+    if len(argv) >= 3 and argv[:3] == ['mim', 'search', 'pmsn_mm']:
+        return 'mim search', argv[3:]
+    if len(argv) >= 4 and argv[:3] == ['mim', 'run', 'pmsn_mm']:
+        tools = glob.glob(osp.join(REPO, 'tools', '**', argv[3] + '.py'),
+                          recursive=True)
+        if len(tools) == 1:
+            return osp.relpath(tools[0], REPO), argv[4:]
+    raise AssertionError(
+        f'cannot dispatch {shlex.join(argv)}: this test runs python '
+        'tools/..., bash tools/dist_{train,test}.sh and mim '
+        '{train,test,run,search} pmsn_mm only; print other commands in '
+        'a ```text block, or add a dispatcher with a check of its result to '
+        'tests/test_docs_commands.py')
+
+
+def _config_by_name(config: str) -> str:
+    """A config file name without a folder -> its path under ``configs/``
+    (mim looks it up in the package's configs by name)."""
+    if '/' in config or not config.endswith('.py'):
+        return config
+    found = glob.glob(osp.join(REPO, 'configs', '**', config),
+                      recursive=True)
+    assert len(found) == 1, f'{config}: {len(found)} configs of that name'
+    return osp.relpath(found[0], REPO)
+
+
+def _drop_options(args: Sequence[str],
+                  options: Dict[str, bool]) -> List[str]:
+    """``args`` without the given options (``--opt VALUE`` or
+    ``--opt=VALUE`` where the option takes a value)."""
+    out, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        name = arg.split('=', 1)[0]
+        if name in options:
+            skip = options[name] and '=' not in arg
+            continue
+        out.append(arg)
+    return out
 
 
 # ------------------------------------------------------------ the scratch
@@ -235,18 +371,22 @@ class Scratch:
             os.symlink(self.data, osp.join(path, 'data'))
         return path
 
-    def shrunk_config(self, config: str) -> str:
+    def shrunk_config(self, config: str,
+                      env: Tuple[Tuple[str, str], ...] = ()) -> str:
         """The CPU-sized copy of a config, written once, under the same file
         name; the frozen encoders' ``init_cfg`` checkpoints stay the
         config's.
 
         Args:
             config: Path relative to the repository.
+            env: The environment variables it is parsed with (set by the
+                caller); one copy per environment.
 
         Returns:
             The copy's path.
         """
-        out = osp.join(self.root, 'shrunk', config)
+        tag = re.sub(r'\W', '_', '_'.join(f'{k}_{v}' for k, v in env))
+        out = osp.join(self.root, 'shrunk', tag or 'plain', config)
         if not osp.isfile(out):
             cfg = Config.fromfile(osp.join(REPO, config))
             inits = {part: (cfg.model.get(part) or {}).get('init_cfg')
@@ -441,6 +581,33 @@ def run_linear_probe_cached(args: List[str], where: str) -> str:
         f'{sorted(out["metrics"])}'
 
 
+def run_mim_search(args: List[str], where: str) -> str:
+    """``mim search pmsn_mm ARGS`` through mim's own command, on the
+    repository's model index: exit 0 and at least one model listed.
+
+    Args:
+        args: The arguments after ``pmsn_mm``.
+        where: The command and its place in the docs, for messages.
+
+    Returns:
+        What it did, for the log.
+    """
+    from click.testing import CliRunner
+    from mim.commands import search
+
+    real = search.get_installed_path
+    search.get_installed_path = lambda package: REPO
+    try:
+        out = CliRunner().invoke(search.cli, ['pmsn_mm'] + list(args))
+    finally:
+        search.get_installed_path = real
+    assert out.exit_code == 0, f'{where}:\n{out.output}\n{out.exception!r}'
+    models = re.findall(r'^config id: (\S+)', out.output, re.M)
+    assert models, f'{where}: no model listed:\n{out.output}'
+    print(out.output)
+    return f'{len(models)} models listed'
+
+
 #: tool -> function(args, where) that runs it and checks its result.
 TOOLS: Dict[str, Callable[[List[str], str], str]] = {
     'tools/train.py': run_train,
@@ -450,6 +617,7 @@ TOOLS: Dict[str, Callable[[List[str], str], str]] = {
     'tools/analysis_tools/class_stratified_cpu_study.py':
     run_class_stratified_study,
     'tools/linear_probe_cached.py': run_linear_probe_cached,
+    'mim search': run_mim_search,
 }
 
 
@@ -488,7 +656,11 @@ def resolve_checkpoint(scratch: Scratch, tree: str, doc: str, line: int,
         configs = glob.glob(osp.join(REPO, 'configs', '**',
                                      match.group('run') + '.py'),
                             recursive=True)
-        assert len(configs) == 1, f'{arg}: no config trains this run'
+        assert len(configs) == 1, (
+            f'{doc}:{line}: {arg}: no config under configs/ is named '
+            f'{match.group("run")}.py, and no earlier command of the '
+            'document trained that run (use the work dir of a config, '
+            'e.g. work_dirs/<config name>/epoch_N.pth)')
         dispatch(scratch, tree, doc, line,
                  ['python', 'tools/train.py',
                   osp.relpath(configs[0], REPO)], note='(prerequisite) ')
@@ -508,10 +680,19 @@ def dispatch(scratch: Scratch, tree: str, doc: str, line: int,
         argv: The recorded invocation.
         note: Shown in the log.
     """
-    tool, args = dispatch_target(argv)
-    assert tool in TOOLS, f'{doc}:{line}: cannot dispatch {tool}'
-    where = f'{doc}:{line}: {shlex.join(argv)}'
-    key = (tool, tuple(args))
+    env, argv = split_env(argv)
+    env = {k: v for k, v in env.items() if k not in LAUNCHER_ENV}
+    try:
+        tool, args = dispatch_target(argv)
+    except AssertionError as error:
+        raise AssertionError(f'{doc}:{line}: {error}') from None
+    assert tool in TOOLS, (
+        f'{doc}:{line}: cannot dispatch {shlex.join(argv)}: {tool} has no '
+        'runner in tests/test_docs_commands.py TOOLS (add one that checks '
+        'its result)')
+    where = f'{doc}:{line}: ' + shlex.join(
+        [f'{k}={v}' for k, v in env.items()] + argv)
+    key = (tool, tuple(args), tuple(sorted(env.items())))
     os.chdir(tree)
     if key in scratch.done:
         # identical invocation: its outputs, linked into this tree
@@ -525,16 +706,21 @@ def dispatch(scratch: Scratch, tree: str, doc: str, line: int,
         scratch.log.append(f'{where} {note}-> same as before, outputs '
                            'reused')
         return
+    env = {k: placeholder(scratch, tree, v) for k, v in env.items()}
     run_args = _map_values(
-        args, lambda a: resolve_checkpoint(scratch, tree, doc, line, a))
+        args, lambda a: resolve_checkpoint(
+            scratch, tree, doc, line, placeholder(scratch, tree, a)))
     os.chdir(tree)
     if tool in CONFIG_TOOLS and run_args[0].startswith('configs/'):
-        run_args[0] = scratch.shrunk_config(osp.normpath(run_args[0]))
+        with environment(env):
+            run_args[0] = scratch.shrunk_config(
+                osp.normpath(run_args[0]), tuple(sorted(env.items())))
     if tool in QUICK:
-        run_args += QUICK[tool]
+        run_args = _drop_options(run_args, QUICK_DROPPED) + QUICK[tool]
     before = _files(tree)
     start = time.time()
-    result = TOOLS[tool](run_args, where)
+    with environment(env):
+        result = TOOLS[tool](run_args, where)
     after = _files(tree)
     scratch.done[key] = (tree, sorted(
         p for p, m in after.items() if before.get(p) != m))
@@ -563,23 +749,68 @@ def test_blocks_and_commands_are_found(tmp_path):
     """Extraction sees the documents' commands (a parser that finds none
     would pass vacuously)."""
     blocks = {doc: doc_blocks(doc) for doc in DOCS}
-    assert {'README.md', 'configs/pmsn/README.md',
-            'configs/pmsn/benchmarks/README.md',
+    assert {'docs/reproducing.md', 'docs/evaluation.md',
+            'docs/choosing_a_prior.md', 'docs/toy_study.md',
+            'docs/class_stratified.md', 'docs/toy_prior_study.md',
+            'configs/pmsn/README.md', 'configs/pmsn/benchmarks/README.md',
             'configs/class_stratified/README.md'} <= {
                 d for d, b in blocks.items() if b}
     commands = [c for d in DOCS for b in blocks[d]
                 for c in record(b, str(tmp_path))]
     assert len(commands) >= 40
     for argv in commands:
-        tool, _ = dispatch_target(argv)
+        tool, _ = dispatch_target(split_env(argv)[1])
         assert tool in TOOLS, argv
     # variables, continuations and comments are bash's business
-    readme = blocks['README.md']
-    study = [c for b in readme for c in record(b, str(tmp_path))
+    priors = blocks['docs/choosing_a_prior.md']
+    study = [c for b in priors for c in record(b, str(tmp_path))
              if 'prior_toy_study' in c[1]]
     assert study[-1][-4:] == ['--priors', 'adaptive', '--work-dir',
                               'work_dirs/prior_toy_study_15e_adaptive']
-    assert not any(b.text.startswith('python3 -m venv') for b in readme)
+    # so are loops: 3 seeds x 2 invocations
+    loop = [c for b in blocks['docs/toy_prior_study.md']
+            for c in record(b, str(tmp_path)) if '--max-iters' in c]
+    assert [c[c.index('--seeds') + 1] for c in loop] == [
+        '0', '0', '1', '1', '2', '2']
+    assert not any(b.text.startswith('python3 -m venv')
+                   for d in DOCS for b in blocks[d])
+
+
+def test_undispatchable_commands_are_reported(tmp_path):
+    """A command the test cannot run is recorded and named with its
+    document and line, never skipped (a missing program would otherwise
+    only fail the block with bash's exit 127)."""
+    block = Block('docs/example.md', 7, 'mkdir -p data/mine\n'
+                  'mim train pmsn_mm configs/pmsn/x.py --gpus 8 '
+                  '--launcher pytorch --work-dir w\n'
+                  'mim test pmsn_mm configs/pmsn/x.py --checkpoint c.pth '
+                  '--gpus 1\n'
+                  'python tools/train.py configs/pmsn/x.py  # tools/\n'
+                  'IMAGE_FOLDER=path/to/mine python tools/test.py c.py k')
+    commands = record(block, str(tmp_path))
+    # the variables a command sees are recorded with it, and only there
+    assert commands[4] == ['IMAGE_FOLDER=path/to/mine', 'python',
+                           'tools/test.py', 'c.py', 'k']
+    assert split_env(commands[4]) == (
+        {'IMAGE_FOLDER': 'path/to/mine'}, commands[4][1:])
+    assert not any('=' in c[0] for c in commands[:4])
+    assert commands[0] == ['mkdir', '-p', 'data/mine']
+    with pytest.raises(AssertionError,
+                       match=r'docs/example.md:7: cannot dispatch mkdir'):
+        dispatch(Scratch(str(tmp_path)), str(tmp_path), block.doc,
+                 block.line, commands[0])
+    assert dispatch_target(commands[1]) == (
+        'tools/train.py', ['configs/pmsn/x.py', '--work-dir', 'w'])
+    # mim finds a config by its file name
+    name = 'pmsn_vit-mini-p4_1xb64-cpu-toy_power-law-overlay.py'
+    assert dispatch_target(['mim', 'train', 'pmsn_mm', name, '--launcher',
+                            'slurm', '--gpus-per-node', '8']) == (
+        'tools/train.py', ['configs/pmsn/' + name])
+    assert dispatch_target(commands[2]) == (
+        'tools/test.py', ['configs/pmsn/x.py', 'c.pth'])
+    assert dispatch_target(commands[3])[0] == 'tools/train.py'
+    assert _drop_options(['a', '--max-iters', '3900', '--eval-interval=9',
+                          '--quick'], QUICK_DROPPED) == ['a', '--quick']
 
 
 def test_quick_checks_are_documented():

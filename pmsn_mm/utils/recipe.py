@@ -79,6 +79,15 @@ def global_batch(cfg: Config, path: str) -> int:
 
 # --------------------------------------------------------------- model parts
 def _architecture(backbone: nn.Module) -> Dict[str, Any]:
+    timm_model = getattr(backbone, 'timm_model', None)  # PooledTIMMBackbone
+    if timm_model is not None:
+        patch = getattr(getattr(timm_model, 'patch_embed', None),
+                        'patch_size', None)
+        if patch is not None:  # a timm ViT: named by its width
+            width = int(timm_model.embed_dim)
+            return dict(arch=VIT_WIDTHS.get(width, f'vit-{width}d'),
+                        patch_size=int(patch[0]))
+        return dict(arch=backbone.model_name, patch_size=None)
     if hasattr(backbone, 'embed_dims') and hasattr(backbone, 'patch_embed'):
         patch = backbone.patch_embed.projection.kernel_size[0]
         return dict(arch=VIT_WIDTHS.get(backbone.embed_dims,

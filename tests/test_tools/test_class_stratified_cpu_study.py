@@ -74,7 +74,11 @@ def test_main_reuses_finished_runs(tmp_path, monkeypatch, capsys):
     rows = tool.main(['--work-dir', str(tmp_path), '--methods', 'msn'])
     assert rows[0]['digit_label_delta'] == 30.0
     assert json.loads((tmp_path / 'summary.json').read_text()) == rows
-    assert '| msn | 50.00 | 20.00 | +30.00 |' in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert '| msn | 50.00 | 20.00 | +30.00 |' in captured.out
+    # progress over the study's runs (tqdm, with its ETA field)
+    assert 'class-stratified study' in captured.err
+    assert '2/2' in captured.err and '<' in captured.err
     with pytest.raises(ValueError, match='--methods must be among'):
         tool.main(['--work-dir', str(tmp_path), '--methods', 'byol'])
 

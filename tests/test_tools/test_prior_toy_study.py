@@ -35,7 +35,7 @@ TINY = [
 ]
 
 
-def test_study_end_to_end(tmp_path):
+def test_study_end_to_end(tmp_path, capsys):
     out = study.main([
         CONFIG, '--seeds', '0', '1', '--max-iters', '3', '--eval-interval',
         '2', '--curve-samples', '50', '--k', '5', '--num-refs', '3',
@@ -43,6 +43,9 @@ def test_study_end_to_end(tmp_path):
         str(tmp_path), '--kl-directions', 'forward', 'reverse',
         '--cfg-options', *TINY
     ])
+    # one progress bar over the 2 priors x 2 directions x 2 seeds runs
+    err = capsys.readouterr().err
+    assert 'toy study' in err and '8/8' in err
     runs = out['runs']
     assert set(runs) == {
         'untrained encoder', 'power-law', 'uniform', 'power-law-reverse-kl',

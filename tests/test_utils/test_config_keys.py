@@ -18,7 +18,10 @@ def _registered_pmsn_classes():
     for registry in vars(mmpretrain_registry).values():
         if isinstance(registry, Registry):
             for name, cls in registry.module_dict.items():
-                if cls.__module__.startswith('pmsn_mm.'):
+                # registered builder functions (ImageFolderPrior) get
+                # Python's own unexpected-keyword error
+                if isinstance(cls, type) and cls.__module__.startswith(
+                        'pmsn_mm.'):
                     yield registry.name, name, cls
 
 

@@ -9,6 +9,7 @@ from pmsn_mm.utils.config_types import (format_key_path, iter_config_types,
                                         preferred_registry)
 from tests._config_runs import RUNNABLE
 from tests._configs import TINY_CLASSIFIER, TINY_PMSN, write_config
+from tests._docs import doc_python_snippet
 from tests._tools import load_tool
 
 
@@ -26,9 +27,9 @@ def _refused(cfg: Config) -> str:
 
 # ------------------------------------------------- no false positives
 def test_every_shipped_config_and_the_readme_snippet_pass(tmp_path):
-    from tests.test_readme import _readme_python_snippet
     snippet = tmp_path / 'readme_snippet.py'
-    snippet.write_text(_readme_python_snippet(
+    snippet.write_text(doc_python_snippet(
+        'docs/get_started.md',
         '## Using pmsn_mm parts from any mmpretrain config') + '\n')
     assert len(RUNNABLE) >= 87
     checked = set()

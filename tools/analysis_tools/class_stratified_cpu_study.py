@@ -31,6 +31,8 @@ import subprocess
 import sys
 from typing import Dict, List, Optional
 
+from tqdm import tqdm
+
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CONFIG_DIR = osp.join(REPO, 'configs', 'class_stratified', 'cpu_study')
 LABELS = ('digit_label', 'background_label')
@@ -170,8 +172,13 @@ def main(argv: Optional[List[str]] = None) -> List[Dict]:
         else args.work_dir
     extra = ['--cfg-options', *QUICK_OPTIONS] if args.quick else []
     results: Dict[str, Dict[str, Dict[str, float]]] = {}
+    # the study's progress and ETA over its trainings (each training logs
+    # its own iterations)
+    progress = tqdm(total=sum(len(v) for v in configs.values()),
+                    desc='class-stratified study', unit='run')
     for method, variants in configs.items():
         for variant, path in sorted(variants.items()):
+            progress.set_postfix_str(f'{method} {variant}')
             work_dir = osp.join(study_dir,
                                 osp.splitext(osp.basename(path))[0])
             knn = None if args.rerun else read_knn(work_dir)
@@ -188,6 +195,8 @@ def main(argv: Optional[List[str]] = None) -> List[Dict]:
                 raise RuntimeError(f'{path} logged no kNN evaluation in '
                                    f'{work_dir}; see its log.')
             results.setdefault(method, {})[variant] = knn
+            progress.update()
+    progress.close()
     rows = summarize(results)
     os.makedirs(study_dir, exist_ok=True)
     with open(osp.join(study_dir, 'summary.json'), 'w') as f:

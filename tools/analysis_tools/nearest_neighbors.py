@@ -6,8 +6,10 @@ its training dataset), finds each sample's k cosine nearest neighbours (itself
 excluded) and writes
 
 - ``nearest_neighbors.png``: one row per reference image (first column),
-  then its neighbours, captioned with their labels (green = same first
-  label as the reference, e.g. the digit);
+  then its neighbours nearest first, each captioned with its labels spelled
+  out (``digit 5`` / ``background 9``), green where the neighbour shares
+  the reference's first label (e.g. the digit), red where not; a legend
+  under the grid says so;
 - ``nearest_neighbors.json``: for every label (``digit`` / ``background``
   on the toy set), the fraction of (sample, neighbour) pairs over the whole
   dataset that share it, next to the fraction expected by chance.
@@ -69,7 +71,19 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 
 def _caption(labels: Dict[str, np.ndarray], i: int) -> str:
-    return ' '.join(f'{k[0]}{int(v[i])}' for k, v in labels.items())
+    """One line per label, spelled out (``digit 5`` / ``background 9``)."""
+    return '\n'.join(f'{k.replace("gt_label", "class")} {int(v[i])}'
+                     for k, v in labels.items())
+
+
+def _legend(labels: Dict[str, np.ndarray]) -> list:
+    """What the caption colours mean (the first label is compared)."""
+    if not labels:
+        return [('reference image', 'black')]
+    name = next(iter(labels)).replace('gt_label', 'class')
+    return [('reference (first column)', 'black'),
+            (f'neighbour with the same {name}', 'green'),
+            (f'neighbour with another {name}', 'red')]
 
 
 def main(argv: Optional[List[str]] = None) -> Dict:
@@ -108,7 +122,7 @@ def main(argv: Optional[List[str]] = None) -> Dict:
     for r in refs:
         idx = [int(r)] + neighbors[r].tolist()
         rows.append([load_image(dataset, i) for i in idx])
-        captions.append(['ref ' + _caption(labels, r)] +
+        captions.append([_caption(labels, r)] +
                         [_caption(labels, i) for i in idx[1:]])
         colors.append(['black'] + [
             'green' if first is None or first[i] == first[r] else 'red'
@@ -126,7 +140,10 @@ def main(argv: Optional[List[str]] = None) -> Dict:
         png,
         cell_titles=captions,
         cell_colors=colors,
-        title=f'{args.k} nearest neighbours; same label: {agree}')
+        title=f'{args.k} nearest neighbours (cosine, backbone features); '
+        f'same label: {agree}',
+        legend=_legend(labels),
+        col_titles=['reference'] + [f'#{j}' for j in range(1, args.k + 1)])
     report['png'] = png
     with open(osp.join(args.out_dir, 'nearest_neighbors.json'), 'w') as f:
         json.dump(report, f, indent=2)

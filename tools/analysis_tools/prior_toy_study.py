@@ -57,6 +57,7 @@ import time
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
+from tqdm import tqdm
 
 PRIORS = {
     'power-law': None,  # the config's PowerLawPrior (tau from the config)
@@ -515,12 +516,17 @@ def save_fig3(dataset_mem, dataset_qry, mem_feats, qry_feats, out_file: str,
     for r, q in enumerate(refs):
         rows.append([img(dataset_qry, q)] +
                     [img(dataset_mem, j) for j in nbrs[r]])
-        titles.append([f'ref d{qd[q]}\n{bg_names[qb[q]]}'] + [
-            f'd{md[j]}\n{bg_names[mb[j]]}' for j in nbrs[r]])
+        titles.append([f'digit {qd[q]}\n{bg_names[qb[q]]}'] + [
+            f'digit {md[j]}\n{bg_names[mb[j]]}' for j in nbrs[r]])
         colors.append(['black'] + [
             'green' if md[j] == qd[q] else 'red' for j in nbrs[r]])
-    return save_image_grid(rows, out_file, cell_titles=titles,
-                           cell_colors=colors, title=title, cell_inches=1.0)
+    legend = [('query image (first column)', 'black'),
+              ('training neighbour, same digit', 'green'),
+              ('training neighbour, another digit', 'red')]
+    return save_image_grid(
+        rows, out_file, cell_titles=titles, cell_colors=colors, title=title,
+        cell_inches=1.0, legend=legend,
+        col_titles=['query'] + [f'#{j}' for j in range(1, num_neighbors + 1)])
 
 
 # ------------------------------------------------------------------ main
@@ -547,11 +553,16 @@ def main(argv: Optional[List[str]] = None) -> dict:
 
     results: Dict[str, List[dict]] = {}
     summary = dict(config=args.config, seeds=args.seeds, runs={})
+    # the study's progress and ETA over its trainings (each training logs
+    # its own iterations through mmengine)
+    progress = tqdm(total=len(args.kl_directions) * len(args.priors) *
+                    len(args.seeds), desc='toy study', unit='run')
     for direction in args.kl_directions:
         for prior in args.priors:
             name = run_name(prior, direction)
             curves = {}
             for seed in args.seeds:
+                progress.set_postfix_str(f'{name} seed {seed}')
                 cfg = make_config(args, prior, direction, seed)
                 runner = Runner.from_cfg(cfg)
                 model = runner.model
@@ -602,8 +613,10 @@ def main(argv: Optional[List[str]] = None) -> dict:
                         '(green = same digit)', args.num_refs,
                         args.num_neighbors)
                 del runner
+                progress.update()
             plot_curves(curves, osp.join(args.work_dir, f'curves_{name}.png'),
                         f'{name} prior ({len(curves)} seeds)')
+    progress.close()
     table = summarise(results)
     summary['runs'] = results
     summary['table'] = table

@@ -45,7 +45,7 @@ def main(argv=None) -> Dict[str, str]:
     args = parse_args(argv)
     roots = make_sample_data(
         args.root, args.formats, seed=args.seed,
-        inat18_all_classes=not args.inat18_head_only)
+        inat18_all_classes=not args.inat18_head_only, progress=True)
     for name, root in roots.items():
         print(f'{name:10s} {root}')
     if args.corrupt:

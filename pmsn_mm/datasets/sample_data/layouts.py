@@ -16,6 +16,7 @@ import pickle
 from typing import Callable, Dict, List, Sequence, Tuple
 
 import numpy as np
+from tqdm import tqdm
 
 from .images import class_image, image_size, write_image
 
@@ -458,7 +459,8 @@ WRITERS: Dict[str, Callable[..., str]] = dict(
 def make_sample_data(root: str,
                      formats: Sequence[str] = FORMATS,
                      seed: int = 0,
-                     inat18_all_classes: bool = True) -> Dict[str, str]:
+                     inat18_all_classes: bool = True,
+                     progress: bool = False) -> Dict[str, str]:
     """Write sample datasets into ``<root>/<format>``.
 
     Args:
@@ -467,6 +469,7 @@ def make_sample_data(root: str,
         formats: Which of :data:`FORMATS` to write.
         seed: Seed of every image and annotation.
         inat18_all_classes: See :func:`write_inat18`.
+        progress: Show a progress bar (with ETA) over the formats.
 
     Returns:
         ``{format: its data root}``.
@@ -477,7 +480,10 @@ def make_sample_data(root: str,
     for name in formats:  # before writing anything
         check_writable(osp.join(root, name))
     roots = {}
-    for name in formats:
+    bar = tqdm(formats, desc='sample data', unit='dataset',
+               disable=not progress)
+    for name in bar:
+        bar.set_postfix_str(name)
         rng = np.random.default_rng([seed, FORMATS.index(name)])
         kwargs = dict(all_classes=inat18_all_classes) \
             if name == 'inat18' else {}

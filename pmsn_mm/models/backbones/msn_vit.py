@@ -2,6 +2,7 @@
 from collections import OrderedDict
 from typing import Optional, Tuple
 
+import numpy as np
 import torch
 from mmpretrain.models.backbones import VisionTransformer
 from mmpretrain.registry import MODELS
@@ -34,6 +35,12 @@ class MSNViT(VisionTransformer):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
+        # mmpretrain takes the per-block drop-path rates from np.linspace:
+        # numpy scalars, on which torch.compile breaks the graph in every
+        # block (``if drop_prob == 0.``). Same values as Python floats.
+        for module in self.modules():
+            if isinstance(getattr(module, 'drop_prob', None), np.floating):
+                module.drop_prob = float(module.drop_prob)
         self.drop_after_pos = nn.Sequential(
             OrderedDict(
                 dropout=self.drop_after_pos,

@@ -13,23 +13,39 @@ from ..priors import BasePrior
 
 
 def build_prior(prior: Optional[Union[dict, BasePrior]],
-                num_prototypes: int) -> BasePrior:
+                num_prototypes: Optional[int]) -> BasePrior:
     """Build a prior config for ``num_prototypes`` prototypes, or check a
     built prior's.
 
     K is configured once, on the head: the prior receives it as
     ``default_args``; a prior config or module with another K is an error.
+    A head with ``num_prototypes=None`` takes K from a prior that counts it
+    in the data (``ClassPrior``: the number of classes; ``ImageFolderPrior``).
 
     Args:
         prior: Config (``dict(type='PowerLawPrior', tau=0.5)``), a built
             ``BasePrior`` or None (``UniformPrior``).
-        num_prototypes: The head's K.
+        num_prototypes: The head's K, or None (the prior's).
 
     Returns:
         The prior.
     """
     if prior is None:
         prior = dict(type='UniformPrior')
+    if num_prototypes is None:
+        if isinstance(prior, dict):
+            kind = MODELS.get(prior.get('type'))
+            if not getattr(kind, 'counts_prototypes', False):
+                raise ValueError(
+                    'num_prototypes=None takes K from a prior that counts it '
+                    'in the data (ClassPrior, ImageFolderPrior), but the '
+                    f'prior is {prior.get("type")!r}; set the head\'s '
+                    'num_prototypes.')
+            prior = MODELS.build(prior, default_args=dict(num_prototypes=None))
+        if not isinstance(prior, BasePrior):
+            raise TypeError('prior must be a BasePrior config or module, but '
+                            f'is {type(prior).__name__}.')
+        return prior
     if isinstance(prior, dict):
         given = prior.get('num_prototypes', num_prototypes)
         if given != num_prototypes:
@@ -70,7 +86,9 @@ class BasePrototypeHead(BaseModule):
                 custom_keys={'prototypes': dict(decay_mult=0.0)}))
 
     Args:
-        num_prototypes: Number of prototypes K, >= 1.
+        num_prototypes: Number of prototypes K, >= 1, or None: K is the
+            prior's, counted in the data (``ClassPrior``: one prototype per
+            class; ``ImageFolderPrior``).
         in_channels: Embedding dim D, >= 1.
         prior: Config of a prior (``UniformPrior``, ``PowerLawPrior``,
             ``ClassPrior``, ``FilePrior``, ``AdaptivePowerLawPrior``; its
@@ -85,15 +103,17 @@ class BasePrototypeHead(BaseModule):
     default_loss: dict = {}
 
     def __init__(self,
-                 num_prototypes: int,
+                 num_prototypes: Optional[int],
                  in_channels: int,
                  prior: Optional[Union[dict, BasePrior]] = None,
                  loss: Optional[Union[dict, nn.Module]] = None,
                  init_cfg: Optional[dict] = None) -> None:
         super().__init__(init_cfg=init_cfg)
-        self.num_prototypes = check_int('num_prototypes', num_prototypes, 1)
+        if num_prototypes is not None:
+            num_prototypes = check_int('num_prototypes', num_prototypes, 1)
         self.in_channels = check_int('in_channels', in_channels, 1)
-        self.prior = build_prior(prior, self.num_prototypes)
+        self.prior = build_prior(prior, num_prototypes)
+        self.num_prototypes = self.prior.num_prototypes
         if loss is None:
             loss = dict(self.default_loss)
         self.loss_module = MODELS.build(loss) if isinstance(loss,

@@ -67,7 +67,8 @@ class PMSNHead(BasePrototypeHead):
     See :class:`BasePrototypeHead` for the prototypes and the prior.
 
     Args:
-        num_prototypes: Number of prototypes K, >= 1.
+        num_prototypes: Number of prototypes K, >= 1, or None (K
+            from the prior: see :class:`BasePrototypeHead`).
         in_channels: Embedding dim D, >= 1. Defaults to 256.
         temperature: Cosine-similarity temperature, > 0. Defaults to 0.1.
         label_smoothing: Prototype label smoothing, in [0, 1).
@@ -84,7 +85,7 @@ class PMSNHead(BasePrototypeHead):
     default_loss = dict(type='PMSNLoss')
 
     def __init__(self,
-                 num_prototypes: int,
+                 num_prototypes: Optional[int],
                  in_channels: int = 256,
                  temperature: float = 0.1,
                  label_smoothing: float = 0.0,
@@ -122,6 +123,10 @@ class PMSNHead(BasePrototypeHead):
         """
         return self.log_probabilities(z).exp()
 
+    # Eager under torch.compile (mmengine's compile=True): the backbone and
+    # projector compile; compiled, this loss's backward gets no gradient for
+    # ``loss_prior`` (inductor, torch 2.14 CPU: "expected Tensor() for op").
+    @torch.compiler.disable
     def loss(self, anchors: Tensor, targets: Tensor) -> Dict[str, Tensor]:
         """The PMSN loss of anchor and target embeddings.
 

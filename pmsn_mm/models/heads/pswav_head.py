@@ -24,7 +24,8 @@ class PSwAVHead(BasePrototypeHead):
     queue at ``head.loss_module.queue``.
 
     Args:
-        num_prototypes: Number of prototypes K, >= 1. Defaults to 3000.
+        num_prototypes: Number of prototypes K, >= 1. Defaults to 3000; None: K
+            from the prior (see :class:`BasePrototypeHead`).
         in_channels: Embedding dim D (``SwAVNeck`` out_channels), >= 1.
             Defaults to 128.
         prior: Config of a prior or a built ``BasePrior``. Defaults to
@@ -39,7 +40,7 @@ class PSwAVHead(BasePrototypeHead):
     default_loss = dict(type='PSwAVLoss')
 
     def __init__(self,
-                 num_prototypes: int = 3000,
+                 num_prototypes: Optional[int] = 3000,
                  in_channels: int = 128,
                  prior: Optional[Union[dict, nn.Module]] = None,
                  loss: Optional[Union[dict, nn.Module]] = None,

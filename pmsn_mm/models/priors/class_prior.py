@@ -13,10 +13,11 @@ class ClassPrior(BasePrior):
 
     Give exactly one of ``counts`` and ``dataset``. The number of classes
     must equal the number of prototypes, and every class must occur (a zero
-    entry makes KL(p_mean || prior) infinite).
+    entry makes KL(p_mean || prior) infinite). A head with
+    ``num_prototypes=None`` gets one prototype per class.
 
     Args:
-        num_prototypes: K, given by the head.
+        num_prototypes: K, given by the head; None: the number of classes.
         counts: Per-class counts or weights, shape (K,).
         dataset: A training dataset config (built with mmpretrain's
             ``DATASETS`` registry) or instance with ``get_gt_labels()``; the
@@ -24,8 +25,11 @@ class ClassPrior(BasePrior):
             (:func:`~pmsn_mm.utils.labels.label_counts`). Built once, here.
     """
 
+    #: A head with ``num_prototypes=None`` takes K from this prior.
+    counts_prototypes = True
+
     def __init__(self,
-                 num_prototypes: int,
+                 num_prototypes: Optional[int],
                  counts: Optional[ArrayLike] = None,
                  dataset: Optional[Union[dict, object]] = None) -> None:
         if (counts is None) == (dataset is None):
@@ -39,6 +43,8 @@ class ClassPrior(BasePrior):
             setting = 'ClassPrior dataset class counts'
         else:
             setting = 'ClassPrior counts'
+        if num_prototypes is None:
+            num_prototypes = len(counts)
         super().__init__(num_prototypes, counts, setting)
         self.num_classes = len(counts)
 

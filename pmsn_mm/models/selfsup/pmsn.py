@@ -11,13 +11,15 @@ from torch import Tensor
 
 from ...utils.validation import check_int, check_number
 from ..utils.amp import autocast_off
+from ..utils.compile import EagerUpdateTrainStepMixin
 from ..utils.ema import EMATargetMixin, LinearMomentumEMA
 from ..utils.patch_drop import check_mask_ratio
 from .prototype_embed import PrototypeEmbedMixin
 
 
 @MODELS.register_module()
-class PMSN(PrototypeEmbedMixin, EMATargetMixin, BaseSelfSupervisor):
+class PMSN(EagerUpdateTrainStepMixin, PrototypeEmbedMixin, EMATargetMixin,
+           BaseSelfSupervisor):
     """Prior Matching for Siamese Networks (paper §5, eq. (7)).
 
     One training step, following the official MSN step:
@@ -51,8 +53,9 @@ class PMSN(PrototypeEmbedMixin, EMATargetMixin, BaseSelfSupervisor):
     Args:
         backbone: Backbone config. Patch-drop needs a backbone whose
             ``forward`` takes ``mask_ratio``
-            (:class:`~pmsn_mm.models.backbones.MSNViT`); any backbone works
-            with ``mask_ratio=0``.
+            (:class:`~pmsn_mm.models.backbones.MSNViT`, a timm ViT in
+            :class:`~pmsn_mm.models.backbones.PooledTIMMBackbone`); any
+            backbone works with ``mask_ratio=0``.
         neck: Projector config, e.g. ``MSNProjector``.
         head: Prototype head config, e.g. ``PMSNHead``.
         num_random_views: R, the number of masked anchor views (≥ 1).
@@ -84,15 +87,20 @@ class PMSN(PrototypeEmbedMixin, EMATargetMixin, BaseSelfSupervisor):
                                            target_momentum_end, 0, 1,
                                            low_open=True)
         super().__init__(backbone=backbone, neck=neck, head=head, **kwargs)
-        if mask_ratio > 0 and 'mask_ratio' not in inspect.signature(
-                self.backbone.forward).parameters:
+        # a backbone may say whether it masks (PooledTIMMBackbone: only
+        # token models), else its forward must take mask_ratio
+        masks = getattr(self.backbone, 'supports_mask_ratio', None)
+        if masks is None:
+            masks = 'mask_ratio' in inspect.signature(
+                self.backbone.forward).parameters
+        if mask_ratio > 0 and not masks:
             raise ValueError(
                 f'mask_ratio={mask_ratio} needs a token-based backbone whose '
                 "forward takes mask_ratio (MSNViT, mmpretrain's "
                 'VisionTransformer with patch-drop), but the backbone is '
-                f'{type(self.backbone).__name__}; use MSNViT, or set '
-                'mask_ratio=0 for backbones without patch tokens (ResNet, '
-                'timm models).')
+                f'{type(self.backbone).__name__}; use MSNViT (or a timm ViT '
+                'in PooledTIMMBackbone), or set mask_ratio=0 for backbones '
+                'without patch tokens (ResNet, timm CNNs).')
         self.num_random_views = num_random_views
         self.mask_ratio = mask_ratio
         # mmengine's EMA momentum weighs the *online* parameters

@@ -5,6 +5,7 @@ from .batch_augment import (color_jitter, gaussian_blur, random_grayscale,
                             replicate_edges, resized_crop_flip,
                             sample_color_params, sample_crop_boxes, solarize)
 from .amp import autocast_off, upcast
+from .compile import EagerUpdateTrainStepMixin, update_params_eagerly
 from .batch_augment_preprocessor import BatchAugmentPreprocessor
 from .dist import all_gather_with_grad, all_reduce_mean_with_grad
 from .distributions import (entropy, global_mean_usage, kl_divergence,
@@ -16,7 +17,8 @@ from .patch_drop import (PatchDrop, check_mask_ratio, drop_patch_tokens,
 from .sinkhorn import check_col_marginal, distributed_sinkhorn
 
 __all__ = [
-    'BatchAugmentPreprocessor', 'EMATargetMixin', 'LinearMomentumEMA',
+    'BatchAugmentPreprocessor', 'EMATargetMixin',
+    'EagerUpdateTrainStepMixin', 'update_params_eagerly', 'LinearMomentumEMA',
     'PatchDrop', 'all_gather_with_grad', 'all_reduce_mean_with_grad',
     'autocast_off',
     'check_col_marginal', 'check_mask_ratio', 'color_jitter',

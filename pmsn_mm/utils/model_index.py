@@ -1,0 +1,56 @@
+"""pmsn_mm's model index in mmpretrain's ``ModelHub``.
+
+``import pmsn_mm`` calls :func:`register_model_index`, after which
+``mmpretrain.list_models('*pmsn*')`` lists the pretraining configs and
+``mmpretrain.get_model(name)`` builds one (``Weights: null``: no checkpoint
+is published, so ``pretrained=True`` warns and builds random weights).
+
+The index is ``model-index.yml`` with one ``configs/<method>/metafile.yml``
+per method. An installed wheel carries it with the configs in
+``pmsn_mm/.mim/`` (where ``mim`` looks, see ``setup.py``); a source checkout
+(``pip install -e .``) reads it from the repository root.
+"""
+import os.path as osp
+from typing import Optional
+
+#: Set once the index is in ``ModelHub`` (``register_model_index`` refuses
+#: a name registered twice).
+_registered = False
+
+
+def model_index_root() -> Optional[str]:
+    """The folder holding ``model-index.yml`` and ``configs/``.
+
+    Returns:
+        ``pmsn_mm/.mim`` of an installed package, else the source checkout's
+        root, or None when neither has a ``model-index.yml``.
+    """
+    package = osp.dirname(osp.dirname(osp.abspath(__file__)))
+    for root in (osp.join(package, '.mim'), osp.dirname(package)):
+        if osp.isfile(osp.join(root, 'model-index.yml')):
+            return root
+    return None
+
+
+def register_model_index() -> bool:
+    """Register pmsn_mm's models in ``mmpretrain.apis.ModelHub`` (once).
+
+    mmpretrain registers its own index lazily, on the first
+    ``list_models``/``get_model``; adding ours before that leaves its
+    registration untouched (the names differ, which ``ModelHub`` checks).
+
+    Returns:
+        Whether the index is registered (False: no ``model-index.yml`` found,
+        e.g. a package built without its ``.mim`` files).
+    """
+    global _registered
+    if _registered:
+        return True
+    root = model_index_root()
+    if root is None:
+        return False
+    from mmpretrain.apis.model import ModelHub
+    ModelHub.register_model_index(
+        osp.join(root, 'model-index.yml'), config_prefix=root)
+    _registered = True
+    return True
