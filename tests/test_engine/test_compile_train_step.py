@@ -1,6 +1,6 @@
 """mmengine's ``compile=True`` on the CPU toy config: the model's train_step
-is compiled (backbone and projector in graphs, the parameter update and
-PMSN's loss eager) and trains as the eager step does."""
+is compiled (backbone and projector in graphs; the views, PMSN's loss and
+the parameter update eager) and trains as the eager step does."""
 import copy
 import os.path as osp
 

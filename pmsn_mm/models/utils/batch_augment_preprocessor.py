@@ -239,6 +239,12 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
                                                          non_blocking=True)
         return dict(heights=table[:, 0], widths=table[:, 1], padded=padded)
 
+    # Eager under torch.compile (mmengine's compile=True): compiled, the
+    # views would draw from inductor's own random generator instead of
+    # torch's (different views for a seed, outside the RNG state that
+    # resume restores); eager, they also save ~10 s of the toy config's
+    # first compile on the CPU.
+    @torch.compiler.disable
     def forward(self, data: dict, training: bool = False) -> dict:
         """Views (training) or the normalised batch (evaluation).
 
