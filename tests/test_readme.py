@@ -24,6 +24,54 @@ def test_ci_runs_the_readme_test_command():
     assert test_cmd in _readme_commands()
 
 
+def test_ci_tests_a_copy_with_nothing_beside_it(tmp_path):
+    """.ci/run copies the checkout (tracked and untracked files, not the
+    ignored ones) into a fresh folder with no shared folder beside it, and runs
+    the README's test command there: the copying lines, run on this
+    checkout, give exactly its files."""
+    import subprocess
+    lines = _read('.ci', 'run').splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith('copy='))
+    end = next(i for i, l in enumerate(lines) if l.startswith('cd "$copy"'))
+    script = '\n'.join(['set -euo pipefail', f'src={REPO}'] +
+                       lines[start:end] + ['echo "$copy"'])
+    out = subprocess.run(['bash', '-c', script], capture_output=True,
+                         text=True, check=True, cwd=str(tmp_path))
+    copy = out.stdout.strip().splitlines()[-1]
+    listed = subprocess.run(
+        ['git', 'ls-files', '--cached', '--others', '--exclude-standard'],
+        cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    expected = sorted(f for f in listed if osp.exists(osp.join(REPO, f)))
+    import os
+    copied = sorted(
+        osp.relpath(osp.join(root, name), copy)
+        for root, _, names in os.walk(copy) for name in names)
+    assert copied == expected
+    assert not osp.exists(osp.join(osp.dirname(copy), 'shared'))
+    import shutil
+    shutil.rmtree(osp.dirname(copy))
+
+
+def test_nothing_reads_the_folder_beside_the_checkout():
+    """No package module, tool, config, test or CI step names the shared
+    folder beside our checkouts (a user's clone has nothing beside it)."""
+    import glob
+    sibling = '..' + '/shared'
+    needles = (sibling, "'..', " + "'shared'", 'shared' + '/paper')
+    hits = []
+    for folder in ('pmsn_mm', 'tools', 'configs', 'tests', '.ci'):
+        for path in glob.glob(osp.join(REPO, folder, '**', '*'),
+                              recursive=True):
+            if not (osp.isfile(path) and path.endswith(
+                    ('.py', '.sh', '.yaml', '.yml', 'run'))):
+                continue
+            with open(path, encoding='utf-8', errors='replace') as f:
+                for number, line in enumerate(f, 1):
+                    if any(needle in line for needle in needles):
+                        hits.append(f'{osp.relpath(path, REPO)}:{number}')
+    assert hits == []
+
+
 def test_readme_main_job_uses_an_existing_config():
     main = _readme_commands()[0]
     assert main.startswith('python3 -m venv .venv')

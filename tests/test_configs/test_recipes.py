@@ -21,18 +21,21 @@ from typing import Dict, List
 import pytest
 
 from pmsn_mm.datasets.sample_data import make_sample_data
+from pmsn_mm.recipes.paper_quotes import (NOT_TABLES, QUOTES_FILE,
+                                          load_quote_index, quotes_of)
 from pmsn_mm.utils.recipe import (expected_recipe, load_recipe_table,
                                   resolve_recipe, same_value)
 from tests._configs import REPO
 
 RECIPES = osp.join(REPO, 'configs', 'recipes')
-PAPER = osp.join(REPO, '..', 'shared', 'paper',
-                 'hidden_uniform_cluster_prior.tex')
+#: The paper's sentences the tables quote, carried with the project
+#: (.dev_scripts/paper_quotes.py checks them against the paper).
+QUOTES = load_quote_index(osp.join(REPO, QUOTES_FILE))
 #: Tables of pretraining experiments (evaluation.yaml: probes, its own test).
 TABLES = sorted(
     p for p in glob.glob(osp.join(RECIPES, '*.yaml'))
     if not osp.basename(p).startswith('_')
-    and osp.basename(p) not in ('sources.yaml', 'evaluation.yaml'))
+    and osp.basename(p) not in NOT_TABLES + ('evaluation.yaml', ))
 #: Resolved quantities that need no row (compared where a table has one):
 #: bookkeeping, and where the cosine starts (the warm-up's end unless a
 #: table says otherwise).
@@ -141,8 +144,6 @@ def test_table_sources_and_quotes(table):
     import yaml
     with open(osp.join(RECIPES, 'sources.yaml')) as f:
         refs = set(yaml.safe_load(f)['repositories'])
-    with open(PAPER) as f:
-        paper = ' '.join(f.read().split())
     data = load_recipe_table(table)
     assert data['experiment'] == osp.splitext(osp.basename(table))[0]
     assert data['title'] and data['paper'] and data['configs']
@@ -152,10 +153,11 @@ def test_table_sources_and_quotes(table):
     for key, entry in entries.items():
         source = entry['source']
         if source.startswith('paper:'):
-            for quote in re.findall(r"'([^']+)'", source):
-                for part in quote.split('...'):
-                    part = ' '.join(part.split())
-                    assert part in paper, f'{key}: {part!r} not in the paper'
+            assert quotes_of(source), f'{key}: {source!r} quotes nothing'
+            for part in quotes_of(source):
+                assert part in QUOTES, (
+                    f'{key}: {part!r} is not among the paper quotes of '
+                    f'{QUOTES_FILE} (.dev_scripts/paper_quotes.py)')
         elif re.match(r'^[a-z0-9_]+:', source) and \
                 source.split(':')[0] in refs:
             assert re.match(r'^[a-z0-9_]+:[^:\s]+:L\d+', source), (key,

@@ -20,6 +20,7 @@ import yaml
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 sys.path.insert(0, ROOT)
+from pmsn_mm.recipes.paper_quotes import NOT_TABLES  # noqa: E402
 from pmsn_mm.utils.recipe import load_recipe_table  # noqa: E402
 
 RECIPES = osp.join(ROOT, 'configs', 'recipes')
@@ -119,7 +120,8 @@ def render() -> str:
     repos = _repos()
     names = [osp.splitext(osp.basename(p))[0]
              for p in glob.glob(osp.join(RECIPES, '*.yaml'))]
-    names = [n for n in names if not n.startswith('_') and n != 'sources']
+    names = [n for n in names if not n.startswith('_')
+             and f'{n}.yaml' not in NOT_TABLES]
     names.sort(key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER),
                               n))
     lines = [
