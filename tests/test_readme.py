@@ -120,3 +120,23 @@ def test_the_mmpretrain_config_snippet_trains_on_real_files(tmp_path,
     spec.loader.exec_module(train)
     runner = train.main([str(tmp_path / 'shrunk.py')])
     assert runner.iter == 2
+
+
+def test_license_and_citation_agree_with_the_package():
+    """LICENSE is the Apache-2.0 text setup.py declares; CITATION.cff names
+    the same license and version and cites the paper (its nine authors)."""
+    import yaml
+
+    import pmsn_mm
+    license_text = _read('LICENSE')
+    assert 'Apache License' in license_text
+    assert 'Version 2.0, January 2004' in license_text
+    assert "license='Apache-2.0'" in _read('setup.py')
+    cff = yaml.safe_load(_read('CITATION.cff'))
+    assert cff['cff-version'] == '1.2.0'
+    assert cff['license'] == 'Apache-2.0'
+    assert cff['version'] == pmsn_mm.__version__
+    paper = cff['preferred-citation']
+    assert paper['title'].lower() == ('the hidden uniform cluster prior in '
+                                      'self-supervised learning')
+    assert paper['year'] == 2023 and len(paper['authors']) == 9
