@@ -148,6 +148,7 @@ def run(argv=None) -> Tuple[Runner, dict]:
     args = parse_args(argv)
     cfg = merge_args(Config.fromfile(args.config), args)
     pmsn_mm.utils.check_config_types(cfg)  # refuse misspelled types
+    pmsn_mm.utils.check_config_values(cfg)  # one owner per number
     check_test_loop(cfg, args.config)
     wrap_frozen_models(cfg, args.launcher)
     setup_cpu_distributed(cfg, args.launcher)

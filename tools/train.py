@@ -60,9 +60,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         '--amp',
         action='store_true',
-        help='automatic mixed precision: float16 with dynamic loss scaling '
-        'on a GPU (mmengine\'s AmpOptimWrapper), bfloat16 autocast on the '
-        'CPU (DeviceAwareAmpOptimWrapper)')
+        help='automatic mixed precision (DeviceAwareAmpOptimWrapper): '
+        'bfloat16 autocast without loss scaling on a GPU with native '
+        'bfloat16 and on the CPU, float16 with dynamic loss scaling on '
+        'other GPUs; optim_wrapper.dtype=float16 forces float16')
     parser.add_argument(
         '--no-validate',
         action='store_true',
@@ -201,6 +202,7 @@ def main(argv=None) -> Runner:
     args = parse_args(argv)
     cfg = merge_args(Config.fromfile(args.config), args)
     pmsn_mm.utils.check_config_types(cfg)  # refuse misspelled types
+    pmsn_mm.utils.check_config_values(cfg)  # one owner per number
     plan = prepare_work_dir(cfg, args.overwrite)
     # moves the earlier run's files only once everything is built
     overwrite = WorkDirOverwriteHook(cfg.work_dir, plan)

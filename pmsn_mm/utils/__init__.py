@@ -7,6 +7,7 @@ from .checkpoint import (allow_checkpoint_globals, checkpoint_safe_globals,
 from .config_keys import (apply_strict_config_keys, strict_config_keys,
                           valid_config_keys)
 from .config_types import UnknownConfigTypeError, check_config_types
+from .config_values import check_config_values
 from .launcher import (end_distributed, exit_after_distributed_run,
                        setup_cpu_distributed)
 from .rng_state import (get_rng_state, rng_state_from_checkpoint,
@@ -27,5 +28,5 @@ __all__ = [
     'restricted_getattr', 'rng_state_from_checkpoint',
     'rng_state_to_checkpoint', 'set_rng_state', 'setup_cpu_distributed',
     'strict_config_keys', 'valid_config_keys', 'UnknownConfigTypeError',
-    'check_config_types'
+    'check_config_types', 'check_config_values'
 ]

@@ -33,7 +33,7 @@ from pmsn_mm.apis import (build_dataset, dataset_config, dataset_labels,
 from pmsn_mm.evaluation.functional import (chance_agreement, cosine_knn,
                                            extract_features,
                                            neighbor_agreement)
-from pmsn_mm.utils import check_config_types
+from pmsn_mm.utils import check_config_types, check_config_values
 from pmsn_mm.visualization import save_image_grid
 
 
@@ -92,6 +92,7 @@ def main(argv: Optional[List[str]] = None) -> Dict:
     cfg = Config.fromfile(args.config)
     cfg.merge_from_dict(args.cfg_options or {})
     check_config_types(cfg)  # refuse misspelled types
+    check_config_values(cfg)  # one owner per number
     model = get_model(cfg, pretrained=args.checkpoint, device=args.device)
     ds_cfg = dataset_config(cfg, args.split, args.num_samples, 'test')
     dataset = build_dataset(ds_cfg)

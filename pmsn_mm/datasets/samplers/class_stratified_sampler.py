@@ -135,8 +135,11 @@ class ClassStratifiedBatchSampler(BatchSampler):
                                classes_per_batch=2),
             ...)  # every batch is whole
 
-    It exists only as this ``batch_sampler`` (a plain ``sampler`` cannot
-    see the dataloader's ``batch_size``): set ``batch_sampler=dict(
+    The dataloader's ``batch_size`` is the one owner: a different
+    ``batch_size`` inside ``batch_sampler`` (which mmengine would let win)
+    is refused by :func:`~pmsn_mm.utils.check_config_values` before
+    anything is built. It exists only as this ``batch_sampler`` (a plain
+    ``sampler`` cannot see the dataloader's ``batch_size``): set ``batch_sampler=dict(
     type='ClassStratifiedBatchSampler', ...)`` next to a ``DefaultSampler``,
     never ``sampler=dict(type=...)``.
 
