@@ -258,3 +258,17 @@ def test_results_equal_the_doc_they_cite(name):
     assert model['Config'] in command
     (tool, ) = re.findall(r'python (tools/\S+\.py)', command)[:1]
     assert osp.isfile(osp.join(REPO, tool))
+
+
+def test_mim_search_has_room_for_the_values():
+    """``mim search pmsn_mm`` prints one key/value table 80 columns wide and
+    gives the values what the longest key leaves (mim 0.3.8's
+    ``print_df``): the keys mim makes of our index (``<dataset>/<metric>``
+    for results) leave the values at least 30 columns, so none prints
+    blank."""
+    import pandas  # noqa: F401  (mim's search needs it)
+    from mim.commands.search import convert2df
+    from modelindex.load_model_index import load
+    frame = convert2df(load(osp.join(REPO, 'model-index.yml')))
+    longest = max(len(str(key)) for key in frame.columns)
+    assert 80 - (longest + 2) >= 30, longest

@@ -16,6 +16,7 @@ initialisation, so it is refused).
 import argparse
 import os
 import os.path as osp
+from collections import Counter
 from typing import Tuple
 
 import torch
@@ -26,6 +27,7 @@ from mmengine.runner.checkpoint import CheckpointLoader
 
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
 from mmpretrain.registry import RUNNERS
+from pmsn_mm.upstream_notes import unused_checkpoint_keys_unlisted
 from pmsn_mm.utils import (end_distributed, exit_after_distributed_run,
                            setup_cpu_distributed)
 
@@ -100,12 +102,16 @@ def check_test_loop(cfg: Config, config: str) -> None:
             'linear probe (*-linear-*.py) with tools/train.py and test that.')
 
 
-def check_checkpoint_covers(model: torch.nn.Module, path: str) -> None:
-    """Refuse a checkpoint that lacks some of the model's weights.
+def check_checkpoint_covers(model: torch.nn.Module, path: str) -> str:
+    """Refuse a checkpoint that lacks some of the model's weights; return
+    one line saying what the model takes from it and what it leaves.
 
     mmengine loads ``load_from`` non-strictly; a checkpoint of another
     architecture (or without the ``backbone.`` prefix) would leave weights at
-    their initialisation and be evaluated silently.
+    their initialisation and be evaluated silently. A pretraining checkpoint
+    evaluated by a benchmark (kNN, linear probe) has more than the model
+    needs (the EMA target, projector, prototypes): that is expected and
+    summarised per top-level name instead of mmengine's list of every key.
     """
     if is_model_wrapper(model):  # distributed: keys without 'module.'
         model = model.module
@@ -113,16 +119,27 @@ def check_checkpoint_covers(model: torch.nn.Module, path: str) -> None:
     state = ckpt.get('state_dict', ckpt) if isinstance(ckpt, dict) else {}
     keys = {k[len('module.'):] if k.startswith('module.') else k
             for k in state}
-    missing = [k for k in model.state_dict() if k not in keys]
+    wanted = model.state_dict()
+    missing = [k for k in wanted if k not in keys]
     if missing:
         tops = sorted({k.split('.')[0] for k in keys})
         raise ValueError(
             f'{path} lacks {len(missing)} of the model\'s '
-            f'{len(model.state_dict())} weights (e.g. {missing[:4]}); it has '
+            f'{len(wanted)} weights (e.g. {missing[:4]}); it has '
             f'top-level names {tops}. For a PMSN/MSN encoder, pass the '
             'pretraining checkpoint (backbone.* = online encoder) or the '
             'output of tools/model_converters/pmsn_to_backbone.py (--target '
             'for the EMA target).')
+
+    def by_top(names) -> str:
+        counts = Counter(k.split('.')[0] for k in names)
+        return ', '.join(f'{top}.*: {n}' for top, n in sorted(counts.items()))
+
+    unused = sorted(keys - set(wanted))
+    left = (f'; left {len(unused)} this model does not use ({by_top(unused)})'
+            if unused else '')
+    return (f'{path}: the model takes all {len(wanted)} of its weights '
+            f'({by_top(wanted)}){left}.')
 
 
 def wrap_frozen_models(cfg: Config, launcher: str) -> None:
@@ -156,8 +173,9 @@ def run(argv=None) -> Tuple[Runner, dict]:
         runner = Runner.from_cfg(cfg)
     else:
         runner = RUNNERS.build(cfg)
-    check_checkpoint_covers(runner.model, args.checkpoint)
-    metrics = runner.test()
+    runner.logger.info(check_checkpoint_covers(runner.model, args.checkpoint))
+    with unused_checkpoint_keys_unlisted():  # the line above says it
+        metrics = runner.test()
     end_distributed()
     return runner, metrics
 

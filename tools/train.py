@@ -25,6 +25,7 @@ from mmengine.runner import Runner
 
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
 from mmpretrain.registry import RUNNERS
+from pmsn_mm.datasets.non_empty import check_has_batches
 from pmsn_mm.engine.hooks import WorkDirOverwriteHook
 from pmsn_mm.engine.optimizers import amp_device_available
 from pmsn_mm.upstream_notes import MMEngineFileClientNotes
@@ -218,6 +219,7 @@ def main(argv=None) -> Runner:
         last = LastValMetrics()
         runner.register_hook(last)
         runner.register_hook(overwrite)
+        check_has_batches(runner.train_dataloader)  # before the schedulers
         runner.train()
     except BaseException:
         overwrite.restore()

@@ -147,9 +147,11 @@ class ImageFolderDataset(NamedReadErrorsMixin, NonEmptyDatasetMixin,
                 raise ValueError(
                     f'{self._where()}: {len(top)} image file(s) but no class '
                     'sub-folder; with_label=True reads the classes from '
-                    'sub-folders. Put the images into one folder per class, '
-                    "or set with_label='auto' or False to read them "
-                    'unlabelled.') from err
+                    'sub-folders. Put the images into one folder per class '
+                    '(kNN, logistic-regression and linear-probe benchmarks '
+                    'need these labels), or, for pretraining only, set '
+                    "with_label='auto' or False to read them unlabelled."
+                    ) from err
             raise ValueError(
                 f'{self._where()}: no image file (extensions {extensions}) '
                 'in it or its sub-folders. Point data_root at a folder of '

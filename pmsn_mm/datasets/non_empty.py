@@ -1,4 +1,4 @@
-"""A clear error when a dataset loads no samples.
+"""A clear error when a dataset loads no samples, or too few for a batch.
 
 mmengine's ``BaseDataset`` accepts an empty annotation list, and an
 ``indices`` setting that selects nothing, and fails later, far from the
@@ -74,6 +74,36 @@ def empty_subset_message(dataset, num_kept: int, filtered: bool) -> str:
             f'samples{after}. Set indices to None (every sample), a count '
             'of samples (first n, or last n if negative) or a non-empty '
             'list of sample indices.')
+
+
+def check_has_batches(loader, name: str = 'train_dataloader') -> None:
+    """Refuse a dataloader whose epoch holds no batch (a small dataset under
+    a large batch with ``drop_last=True``), naming the numbers and the
+    setting to lower, before mmengine fails far from the cause (``epoch_length
+    must be a positive integer, but got 0`` while building the schedulers).
+
+    Args:
+        loader: A built ``torch.utils.data.DataLoader``.
+        name: Its config key, for the message.
+
+    Raises:
+        ValueError: If ``len(loader) == 0``.
+    """
+    if len(loader) > 0:
+        return
+    from mmengine.dist import get_world_size
+    dataset = loader.dataset
+    batch = loader.batch_size
+    if batch is None:  # a batch sampler sets it
+        batch = getattr(loader.batch_sampler, 'batch_size', None)
+    world = get_world_size()
+    drop = ' with drop_last=True' if loader.drop_last else ''
+    raise ValueError(
+        f'{name} gives no batch: its {type(dataset).__name__} '
+        f'({dataset_fields(dataset)}) has {len(dataset)} images and one '
+        f'batch needs {batch} per GPU x {world} GPU(s){drop}. Lower '
+        f'{name}.batch_size (e.g. --cfg-options {name}.batch_size='
+        f'{max(1, len(dataset) // max(world, 1))}) or add images.')
 
 
 class NonEmptyDatasetMixin:

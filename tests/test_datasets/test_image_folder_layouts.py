@@ -94,6 +94,7 @@ def test_images_next_to_class_folders_are_skipped_with_a_warning(tmp_path):
 @pytest.mark.parametrize('layout, kwargs, match', [
     ('flat', dict(with_label=True), r"4 image file\(s\) but no class "
      "sub-folder; with_label=True reads the classes from sub-folders.*"
+     r"benchmarks need these labels\), or, for pretraining only, set "
      "with_label='auto' or False"),
     ('empty', dict(with_label='auto'), r'no image file \(extensions .bmp, '
      r'.jpeg, .jpg, .pgm, .png, .ppm, .tif\) in it or its sub-folders'),

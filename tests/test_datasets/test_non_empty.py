@@ -155,3 +155,27 @@ def test_empty_indices_through_train_py(tmp_path, serialize):
             f'train_dataloader.dataset.serialize_data={serialize}',
             f'experiment_name=empty-indices-{serialize}'
         ])
+
+
+def test_folder_smaller_than_a_batch_names_the_numbers(tmp_path,
+                                                       monkeypatch):
+    """The README's own-images command on a folder of 30 images (batch 128
+    with drop_last): the count, the batch and the setting to lower, before
+    mmengine's `epoch_length must be a positive integer, but got 0`."""
+    from tests._image_folders import write_flat_folder
+    from tests._tools import load_tool
+    folder = write_flat_folder(tmp_path / 'my_images', 30)
+    monkeypatch.setenv('IMAGE_FOLDER', folder)
+    config = osp.join(REPO, 'configs', 'pmsn',
+                      'pmsn_vit-small-p16_32xb128-300e_image-folder.py')
+    with pytest.raises(ValueError) as info:
+        load_tool('tools/train.py').main([
+            config, '--work-dir', str(tmp_path / 'wd'), '--cfg-options',
+            'train_dataloader.num_workers=0',
+            'train_dataloader.persistent_workers=False'])
+    message = str(info.value)
+    assert message.startswith('train_dataloader gives no batch: its '
+                              f"ImageFolderDataset (data_root='{folder}'")
+    assert ('has 30 images and one batch needs 128 per GPU x 1 GPU(s) with '
+            'drop_last=True') in message
+    assert '--cfg-options train_dataloader.batch_size=30' in message

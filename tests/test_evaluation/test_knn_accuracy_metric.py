@@ -115,6 +115,14 @@ def test_metric_errors():
     with pytest.raises(ValueError, match="'memory' or 'query'"):
         metric.compute_metrics(
             [dict(feature=torch.ones(2), label=0, role='train')])
+    # a small memory set: the message names the evaluator's setting
+    few = [dict(feature=torch.ones(2), label=0, role=role)
+           for role in ('memory', 'memory', 'query')]
+    with pytest.raises(ValueError, match=r'KNNAccuracy k=20 is more than the '
+                       r'2 memory \(training\) images to vote: set the '
+                       r"evaluator's k \(e.g. --cfg-options "
+                       r'test_evaluator.k=2'):
+        KNNAccuracy(k=20).compute_metrics(few)
 
 
 # ------------------------------------------------------ real Runner ValLoop

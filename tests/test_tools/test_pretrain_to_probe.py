@@ -181,6 +181,33 @@ def test_low_shot_logistic_regression_of_the_exported_target(
     assert metrics['logreg/best_c'] == expected.best_c
 
 
+def test_knn_of_the_pretraining_checkpoint_says_it_in_one_line(
+        pretrained, tmp_path, monkeypatch, capsys):
+    """The pretraining checkpoint itself (online encoder + EMA target,
+    projector, prototypes) evaluated by the kNN benchmark: one line says
+    what the model takes and what it leaves, instead of mmengine's list of
+    every unused key."""
+    root, ckpt, _ = pretrained
+    monkeypatch.chdir(root)
+    cfg = Config.fromfile(osp.join(BENCH, KNN))
+    shrink_model(cfg)
+    cfg.test_dataloader.update(batch_size=8, num_workers=0,
+                               persistent_workers=False)
+    _tool('test.py').main([_dump(cfg, str(tmp_path / 'knn.py')), ckpt,
+                           '--work-dir', str(tmp_path / 'knn')])
+    out = capsys.readouterr()
+    printed = out.out + out.err
+    state = torch.load(ckpt, weights_only=True)['state_dict']
+    backbone = sum(k.startswith('backbone.') for k in state)
+    target = sum(k.startswith('target_net.') for k in state)
+    assert (f'{ckpt}: the model takes all {backbone} of its weights '
+            f'(backbone.*: {backbone}); left {len(state) - backbone} this '
+            'model does not use (') in printed
+    assert f'target_net.*: {target}' in printed
+    assert 'unexpected key in source state_dict' not in printed
+    assert len(printed) < 20000
+
+
 def test_a_pretraining_config_cannot_be_tested(pretrained):
     _, ckpt, _ = pretrained
     with pytest.raises(ValueError, match='has no test loop .* training-only '

@@ -106,8 +106,9 @@ class LoadImageFromFile(_MMCVLoadImageFromFile):
             raise ImageReadError(
                 f'Cannot decode image {where}: '
                 f'{reason or undecodable_reason(data)}. The file is '
-                'truncated, corrupt or not an image; replace it, or remove '
-                "it from the dataset's annotation files.")
+                'truncated, corrupt or not an image; replace or delete it '
+                '(and drop it from the annotation file that lists it, if '
+                'the dataset has one).')
         if self.to_float32:
             img = img.astype(np.float32)
         results['img'] = img

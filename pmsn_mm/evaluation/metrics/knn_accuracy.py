@@ -70,6 +70,12 @@ class KNNAccuracy(FrozenFeatureMetric):
             ``{'top1': ..., 'top5': ...}`` for the requested ``topk``.
         """
         mem_feats, mem_labels, qry_feats, qry_labels = self.split(results)
+        if self.k > len(mem_feats):
+            raise ValueError(
+                f'KNNAccuracy k={self.k} is more than the {len(mem_feats)} '
+                'memory (training) images to vote: set the evaluator\'s k '
+                f'(e.g. --cfg-options test_evaluator.k={len(mem_feats)}, or '
+                'val_evaluator.k) to at most that, or use more images.')
         num_classes = self.num_classes or int(
             max(mem_labels.max(), qry_labels.max())) + 1
         scores = weighted_knn_scores(mem_feats, mem_labels, qry_feats,

@@ -99,6 +99,10 @@ def test_unreadable_files_name_the_file_and_reason(content, reason,
     message = str(info.value)
     assert message.startswith(f'Cannot decode image {path} (sample 7): ')
     assert reason in message
+    # an image folder has no annotation file: the advice fits both kinds
+    assert message.endswith('replace or delete it (and drop it from the '
+                            'annotation file that lists it, if the dataset '
+                            'has one).')
     assert _load(path, ignore_empty=True) is None
 
 
