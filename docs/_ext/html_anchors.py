@@ -1,7 +1,7 @@
 """Sphinx extension: ``<a id="name"></a>`` in Markdown becomes a link target.
 
 GitHub renders the raw HTML anchors of generated pages such as
-``docs/recipes.md`` (``tools/misc/recipes_to_md.py``) and their
+``docs/recipes.md`` (``.dev_scripts/recipes_to_md.py``) and their
 ``[text](#name)`` links work there; MyST keeps the anchor as raw HTML, which
 its link resolution does not see. This transform turns each such anchor into
 an explicit docutils target before MyST resolves ``#name`` links, so the

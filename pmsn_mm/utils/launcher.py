@@ -105,7 +105,7 @@ def exit_after_distributed_run(runner=None) -> None:
     run that finished. The threads cannot be joined first: DDP keeps
     references to the process group that are never released, so
     ``destroy_process_group`` does not free it. Measured with
-    ``tools/misc/count_dist_exit_codes.py``. Only for scripts (``tools/
+    ``.dev_scripts/count_dist_exit_codes.py``. Only for scripts (``tools/
     train.py``, ``tools/test.py`` as ``__main__``): it ends the process.
 
     Args:

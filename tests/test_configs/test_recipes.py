@@ -236,6 +236,6 @@ def test_deviation_equal_to_its_value_is_refused():
 
 def test_docs_recipes_is_generated_from_the_tables():
     result = subprocess.run(
-        [sys.executable, osp.join(REPO, 'tools', 'misc', 'recipes_to_md.py'),
+        [sys.executable, osp.join(REPO, '.dev_scripts', 'recipes_to_md.py'),
          '--check'], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -39,12 +39,12 @@ def test_dist_train_two_cpu_processes(tmp_path):
 
 
 def test_exit_code_counter_counts_a_clean_launch(tmp_path):
-    """tools/misc/count_dist_exit_codes.py (run with --runs 20 for the
+    """.dev_scripts/count_dist_exit_codes.py (run with --runs 20 for the
     statistic) launches dist_train.sh and sees exit 0 + its checkpoint."""
     import importlib.util
     spec = importlib.util.spec_from_file_location(
         'count_dist_exit_codes',
-        osp.join(REPO, 'tools', 'misc', 'count_dist_exit_codes.py'))
+        osp.join(REPO, '.dev_scripts', 'count_dist_exit_codes.py'))
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
     counts = tool.main(['--runs', '1', '--keep', str(tmp_path)])

@@ -47,7 +47,7 @@ def test_pytorch_launcher_on_cpu_uses_gloo_and_cpu_ddp():
 
 def test_end_distributed_leaves_the_process_group():
     """A run ends by destroying its gloo group (an exit with a live group
-    sometimes aborts a rank: tools/misc/count_dist_exit_codes.py)."""
+    sometimes aborts a rank: .dev_scripts/count_dist_exit_codes.py)."""
     assert end_distributed() is False  # nothing to end
     dist.init_process_group(
         'gloo', init_method=f'tcp://127.0.0.1:{free_port()}', rank=0,

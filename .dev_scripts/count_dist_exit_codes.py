@@ -3,7 +3,7 @@ the exit codes (a finished run must exit 0 every time).
 
 Example::
 
-    python tools/misc/count_dist_exit_codes.py --runs 20
+    python .dev_scripts/count_dist_exit_codes.py --runs 20
 
 Each launch trains the SimCLR toy config for 2 iterations (gloo) in a fresh
 work dir and checks that its final checkpoint was written. Prints one line
@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 CONFIG = osp.join(ROOT, 'configs', 'simclr',
                   'simclr_resnet18_2xb16-toy_power-law-overlay.py')
 OPTIONS = ['train_cfg.max_iters=2', 'train_dataloader.batch_size=4',
