@@ -1,5 +1,6 @@
-"""DeviceAwareAmpOptimWrapper: mmengine's AmpOptimWrapper on a GPU, bfloat16
-autocast without a loss scaler on the CPU."""
+"""DeviceAwareAmpOptimWrapper: bfloat16 autocast without a loss scaler on a
+GPU with native bfloat16 and on the CPU, float16 with mmengine's scaler on
+other GPUs or when asked for."""
 import pytest
 import torch
 import torch.nn as nn
@@ -76,14 +77,78 @@ def test_cpu_state_dict_has_no_scaler_and_loads_gpu_state():
     assert wrapper.optimizer.param_groups[0]['lr'] == 0.1
 
 
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """CUDA reported available (the wrapper is only built, never run).
+
+    Returns a setter of whether the device has native bfloat16 and the
+    list of ``including_emulation`` arguments of each bfloat16 query (an
+    emulating GPU, e.g. a V100, says True unless asked for native).
+    """
+    state = dict(bf16=True, asked=[])
+
+    def bf16_supported(including_emulation: bool = True) -> bool:
+        state['asked'].append(including_emulation)
+        return state['bf16'] or including_emulation
+
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
+    monkeypatch.setattr(torch.cuda, 'is_bf16_supported', bf16_supported)
+
+    def set_bf16(bf16: bool) -> list:
+        state['bf16'] = bf16
+        return state['asked']
+
+    return set_bf16
+
+
+#: (native bf16 on the GPU, configured dtype) -> (autocast dtype, scaler)
+CUDA_CASES = [
+    (True, None, torch.bfloat16, False),
+    (False, None, torch.float16, True),
+    (True, 'float16', torch.float16, True),  # an explicit dtype is honoured
+    (False, 'bfloat16', torch.bfloat16, False),
+]
+
+
+@pytest.mark.parametrize('bf16,dtype,cast,scaler', CUDA_CASES)
+def test_cuda_dtype_and_scaler(fake_cuda, bf16, dtype, cast, scaler):
+    asked = fake_cuda(bf16)
+    kwargs = {} if dtype is None else dict(dtype=dtype)
+    wrapper = _build(nn.Linear(4, 3), **kwargs)
+    # native bfloat16 decides (an emulating GPU runs float16 + scaler)
+    assert asked == ([False] if dtype is None else [])
+    assert not wrapper.on_cpu
+    assert wrapper.cast_dtype == cast
+    assert wrapper.loss_scaler.is_enabled() is scaler
+    state = wrapper.state_dict()
+    assert ('loss_scaler' in state) is scaler
+    if scaler:  # mmengine's dynamic scaler
+        assert state['loss_scaler']['scale'] == 2.0**16
+    else:  # a float16 run's checkpoint: its scaler state is not used
+        wrapper.load_state_dict(dict(state, loss_scaler=dict(scale=8.0)))
+        assert not wrapper.loss_scaler.is_enabled()
+
+
+def test_cuda_bf16_logs_that_loss_scale_is_unused(fake_cuda, monkeypatch):
+    import pmsn_mm.engine.optimizers.device_aware_amp_optimizer_wrapper as m
+    said = []
+    monkeypatch.setattr(m, 'print_log', lambda msg, **kw: said.append(msg))
+    _build(nn.Linear(4, 3))
+    assert said == ['DeviceAwareAmpOptimWrapper: bfloat16 autocast without '
+                    "loss scaling (loss_scale='dynamic' is not used)."]
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason='needs CUDA')
-def test_cuda_is_mmengine_amp_optim_wrapper():
+def test_cuda_autocasts_to_the_chosen_dtype():
     model = nn.Linear(4, 3).cuda()
     wrapper = _build(model)
-    assert not wrapper.on_cpu and wrapper.loss_scaler.is_enabled()
+    native = torch.cuda.is_bf16_supported(including_emulation=False)
+    assert not wrapper.on_cpu
+    assert wrapper.loss_scaler.is_enabled() is not native
     with wrapper.optim_context(model):
-        assert model(torch.randn(2, 4, device='cuda')).dtype == torch.float16
-    assert 'loss_scaler' in wrapper.state_dict()
+        out = model(torch.randn(2, 4, device='cuda'))
+    assert out.dtype == (torch.bfloat16 if native else torch.float16)
+    assert ('loss_scaler' in wrapper.state_dict()) is not native
 
 
 def test_recipe_resolves_it_as_the_plain_optimizer():

@@ -52,3 +52,35 @@ def test_registered_in_place_of_mmpretrain_lars_and_makes_no_host_sync():
     with OpCounter() as counter:
         opt.step()
     assert counter.syncs == 0, counter.summary()
+
+
+def test_coalesced_groups_update_as_one_group_per_parameter():
+    """The trust ratio is per parameter and ``lars_exclude`` per group:
+    merging equal groups (as the optimizer constructor does) changes no
+    update."""
+    from pmsn_mm.engine.optimizers import coalesce_param_groups
+
+    def per_parameter(model):
+        return [dict(params=[p], weight_decay=0., lars_exclude=True)
+                if p.ndim == 1 else dict(params=[p])
+                for p in model.parameters()]
+
+    coalesced_model, reference_model = _model(), _model()
+    kwargs = dict(lr=0.3, momentum=0.9, weight_decay=1e-4)
+    groups = coalesce_param_groups(per_parameter(coalesced_model),
+                                   dict(weight_decay=1e-4))
+    assert [len(g['params']) for g in groups] == [2, 4]
+    coalesced = LARS(groups, **kwargs)
+    reference = LARS(per_parameter(reference_model), **kwargs)
+    assert len(reference.param_groups) == 6
+    x = torch.randn(16, 4)
+    for _ in range(3):
+        for model, opt in ((coalesced_model, coalesced),
+                           (reference_model, reference)):
+            opt.zero_grad()
+            model(x).square().mean().backward()
+            opt.step()
+    for a, b in zip(coalesced_model.parameters(),
+                    reference_model.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+    assert not torch.equal(coalesced_model[0].weight, _model()[0].weight)

@@ -1,6 +1,6 @@
-"""SkipFrozenOptimWrapperConstructor: the default constructor's param groups
-without one warning per frozen parameter; every config with an EMA target
-uses it."""
+"""SkipFrozenOptimWrapperConstructor: the default constructor's per-parameter
+settings, coalesced, without one warning per frozen parameter; every config
+with an EMA target uses it."""
 import copy
 import logging
 import os.path as osp
@@ -64,11 +64,15 @@ def _records() -> Iterator[List[logging.LogRecord]]:
         logger.removeHandler(handler)
 
 
-def _groups(wrapper):
-    """Param groups by parameter identity, with every other setting."""
-    return [(tuple(id(p) for p in group['params']),
-             {k: v for k, v in group.items() if k != 'params'})
-            for group in wrapper.optimizer.param_groups]
+def _settings(wrapper):
+    """Every optimized parameter (by identity) -> the settings of its group
+    (all entries but ``params`` and the kernel choice ``fused``/
+    ``foreach``)."""
+    return {
+        id(p): {k: v for k, v in group.items()
+                if k not in ('params', 'fused', 'foreach')}
+        for group in wrapper.optimizer.param_groups for p in group['params']
+    }
 
 
 def _build(constructor, model, paramwise_cfg=PARAMWISE):
@@ -77,14 +81,28 @@ def _build(constructor, model, paramwise_cfg=PARAMWISE):
     return constructor(cfg, paramwise_cfg)(model)
 
 
-def test_same_param_groups_as_the_default_constructor():
+def test_same_param_settings_as_the_default_constructor():
     model = _WithTarget()
-    expected = _groups(_build(DefaultOptimWrapperConstructor, model))
+    default = _build(DefaultOptimWrapperConstructor, model)
+    expected = _settings(default)
     with _records() as records:
-        got = _groups(_build(SkipFrozenOptimWrapperConstructor, model))
-    assert got == expected
+        wrapper = _build(SkipFrozenOptimWrapperConstructor, model)
+    assert _settings(wrapper) == expected
     trainable = {id(p) for p in model.parameters() if p.requires_grad}
-    assert {i for ids, _ in got for i in ids} == trainable
+    assert set(expected) == trainable
+    # mmengine: one group per parameter; here one per distinct setting, in
+    # mmengine's order (a module's own parameters before its children's):
+    # the prototypes' custom key (lr 5e-4), decayed, not decayed (biases,
+    # norm)
+    assert len(default.optimizer.param_groups) == len(trainable) == 8
+    online, head = model.online, model.head
+    assert [[id(p) for p in g['params']]
+            for g in wrapper.optimizer.param_groups] == [
+                [id(model.proto)],
+                [id(online.fc.weight), id(online.conv.weight),
+                 id(head.weight)],
+                [id(online.fc.bias), id(online.norm.weight),
+                 id(online.norm.bias), id(online.conv.bias)]]
     messages = [r.getMessage() for r in records]
     # the fully frozen target: one line, no per-parameter warning
     assert 'target: 6 frozen parameters (requires_grad=False) left out of ' \
@@ -98,10 +116,12 @@ def test_same_param_groups_as_the_default_constructor():
 
 def test_without_paramwise_cfg_it_is_the_default_constructor():
     model = _WithTarget()
-    expected = _groups(_build(DefaultOptimWrapperConstructor, model, None))
-    got = _groups(_build(SkipFrozenOptimWrapperConstructor, model, None))
-    assert got == expected
-    assert len(got[0][0]) == len(list(model.parameters()))
+    default = _build(DefaultOptimWrapperConstructor, model, None)
+    wrapper = _build(SkipFrozenOptimWrapperConstructor, model, None)
+    assert _settings(wrapper) == _settings(default)
+    [group] = wrapper.optimizer.param_groups
+    assert [id(p) for p in group['params']] == [
+        id(p) for p in model.parameters()]
 
 
 def test_toy_job_optimizer_logs_no_frozen_parameter_warning():
@@ -114,8 +134,10 @@ def test_toy_job_optimizer_logs_no_frozen_parameter_warning():
         wrapper = build_optim_wrapper(model, copy.deepcopy(cfg.optim_wrapper))
     default_cfg = copy.deepcopy(cfg.optim_wrapper)
     default_cfg.pop('constructor')
-    expected = build_optim_wrapper(model, default_cfg)
-    assert _groups(wrapper) == _groups(expected)
+    paramwise_cfg = default_cfg.pop('paramwise_cfg')
+    expected = DefaultOptimWrapperConstructor(default_cfg, paramwise_cfg)(
+        model)
+    assert _settings(wrapper) == _settings(expected)
     assert not [r for r in records if r.levelno >= logging.WARNING]
     assert [r.getMessage() for r in records
             if 'requires_grad' in r.getMessage()] == [

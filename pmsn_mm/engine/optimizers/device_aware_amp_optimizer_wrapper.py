@@ -1,4 +1,5 @@
-"""Mixed precision that also trains on the CPU (bfloat16 autocast)."""
+"""Mixed precision: bfloat16 without a loss scaler on CUDA devices with native
+bfloat16 and on the CPU, float16 with a scaler on other accelerators."""
 from contextlib import contextmanager
 from typing import Iterator, Optional, Union
 
@@ -14,6 +15,14 @@ from mmengine.optim import AmpOptimWrapper, OptimWrapper
 from mmengine.registry import OPTIM_WRAPPERS
 
 
+def cuda_bf16_native() -> bool:
+    """Whether the current CUDA device computes bfloat16 natively
+    (``torch.cuda.is_bf16_supported(including_emulation=False)``; False
+    without CUDA)."""
+    return is_cuda_available() and torch.cuda.is_bf16_supported(
+        including_emulation=False)
+
+
 def amp_device_available() -> bool:
     """Whether mmengine's :class:`AmpOptimWrapper` can build here (CUDA,
     NPU, MLU or MUSA)."""
@@ -23,28 +32,45 @@ def amp_device_available() -> bool:
 
 @OPTIM_WRAPPERS.register_module()
 class DeviceAwareAmpOptimWrapper(AmpOptimWrapper):
-    """mmengine's :class:`AmpOptimWrapper` that also runs on the CPU.
-
-    With an accelerator (CUDA, NPU, MLU, MUSA) it is exactly
-    :class:`AmpOptimWrapper`: autocast with ``dtype`` (float16 by default)
-    and a ``GradScaler`` configured by ``loss_scale``. Without one, where
-    mmengine's wrapper refuses to build (``AmpOptimizerWrapper is only
-    available training on gpu``), the forward and loss run under
-    ``torch.autocast('cpu', dtype=torch.bfloat16)`` and no loss scaling is
-    done: bfloat16 has float32's exponent range, so gradients do not
-    underflow and need no scaler (``loss_scale`` is ignored there, and the
-    configured ``dtype`` too: CPU autocast is bfloat16-only in mmengine and
-    float16 would need the scaler). One line is logged when the CPU path is
-    taken. Gradient accumulation, clipping and the optimizer state behave
-    as in :class:`OptimWrapper`; a CPU run's checkpoint has no
-    ``loss_scaler`` entry (a CUDA run resumed from it starts a fresh
-    scaler), and the ``loss_scaler`` of a CUDA checkpoint is ignored on the
+    """mmengine's :class:`AmpOptimWrapper` that autocasts to bfloat16
+    without a loss scaler wherever bfloat16 is native, and also runs on the
     CPU.
 
+    Where the autocast dtype is chosen (``dtype=None``, the default):
+
+    - **CUDA with native bfloat16** (``torch.cuda.is_bf16_supported(
+      including_emulation=False)``: Ampere and later): autocast to
+      bfloat16, no ``GradScaler``. bfloat16 has float32's exponent range,
+      so gradients do not underflow and need no scaling; a scaler would
+      only add its inf/NaN check and a host sync to every step.
+    - **CUDA without it** (e.g. V100, T4): float16 with a ``GradScaler``
+      configured by ``loss_scale``, exactly mmengine's wrapper.
+    - **NPU, MLU, MUSA**: mmengine's wrapper (its default dtype, scaler).
+    - **No accelerator**, where mmengine's wrapper refuses to build
+      (``AmpOptimizerWrapper is only available training on gpu``): the
+      forward and loss run under ``torch.autocast('cpu',
+      dtype=torch.bfloat16)``, no scaler (the configured ``dtype`` is
+      ignored there too: CPU autocast is bfloat16-only in mmengine and
+      float16 would need the scaler).
+
+    An explicit ``dtype`` is honoured on an accelerator: ``'float16'``
+    runs float16 with the scaler (as mmengine), ``'bfloat16'`` runs
+    bfloat16 without one. Wherever no scaler runs, ``loss_scale`` is
+    ignored and one logged line says so. The PMSN
+    loss computes in float32 under any autocast (``PMSN.loss`` leaves the
+    autocast region of its device for the head).
+
+    Gradient accumulation, clipping and the optimizer state behave as in
+    :class:`OptimWrapper`. A run without a scaler saves no
+    ``loss_scaler`` entry in its checkpoints (a float16 run resumed from
+    one starts a fresh scaler) and ignores the ``loss_scaler`` of a
+    float16 run's checkpoint.
+
     Args:
-        loss_scale: ``GradScaler`` setting on an accelerator (see
+        loss_scale: ``GradScaler`` setting where float16 runs (see
             :class:`AmpOptimWrapper`). Defaults to ``'dynamic'``.
-        dtype: Autocast dtype on an accelerator (``None``: float16).
+        dtype: Autocast dtype on an accelerator (``None``: bfloat16 on a
+            CUDA device with native bfloat16, else float16; see above).
             Defaults to None.
         use_fsdp: See :class:`AmpOptimWrapper`. Defaults to False.
         **kwargs: Passed to :class:`OptimWrapper` (``optimizer``,
@@ -58,9 +84,20 @@ class DeviceAwareAmpOptimWrapper(AmpOptimWrapper):
                  **kwargs) -> None:
         self.on_cpu = not amp_device_available()
         if not self.on_cpu:
+            if dtype is None and is_cuda_available():
+                dtype = torch.bfloat16 if cuda_bf16_native() else \
+                    torch.float16
             super().__init__(
                 loss_scale=loss_scale, dtype=dtype, use_fsdp=use_fsdp,
                 **kwargs)
+            if self.cast_dtype == torch.bfloat16:
+                self._scale_update_param = None
+                self.loss_scaler = torch.amp.GradScaler(
+                    'cuda' if is_cuda_available() else 'cpu', enabled=False)
+                print_log(
+                    'DeviceAwareAmpOptimWrapper: bfloat16 autocast without '
+                    f'loss scaling (loss_scale={loss_scale!r} is not used).',
+                    logger='current')
             return
         OptimWrapper.__init__(self, **kwargs)
         self._scale_update_param = None
@@ -76,25 +113,26 @@ class DeviceAwareAmpOptimWrapper(AmpOptimWrapper):
             logger='current')
 
     def state_dict(self) -> dict:
-        """The optimizer's state dict, with the ``loss_scaler`` state on an
-        accelerator (none on the CPU, where no scaler runs).
+        """The optimizer's state dict, with the ``loss_scaler`` state where
+        a scaler runs (float16; none with bfloat16 or on the CPU).
 
         Returns:
             The state dict.
         """
         state = super().state_dict()
-        if self.on_cpu:
+        if not self.loss_scaler.is_enabled():
             state.pop('loss_scaler', None)
         return state
 
     def load_state_dict(self, state_dict: dict) -> None:
-        """Load the optimizer state (and, on an accelerator, the scaler's).
+        """Load the optimizer state (and, where a scaler runs, the
+        scaler's).
 
         Args:
             state_dict: A state dict of this wrapper, of
                 :class:`AmpOptimWrapper` or of :class:`OptimWrapper`.
         """
-        if self.on_cpu:
+        if not self.loss_scaler.is_enabled():
             state_dict.pop('loss_scaler', None)
         super().load_state_dict(state_dict)
 

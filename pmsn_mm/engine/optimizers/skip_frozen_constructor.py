@@ -4,14 +4,17 @@ from typing import List, Optional, Union
 
 import torch.nn as nn
 from mmengine.logging import print_log
-from mmengine.optim import DefaultOptimWrapperConstructor, OptimWrapper
+from mmengine.optim import OptimWrapper
 from mmpretrain.registry import OPTIM_WRAPPER_CONSTRUCTORS
+
+from .coalesced_constructor import CoalescedOptimWrapperConstructor
 
 
 @OPTIM_WRAPPER_CONSTRUCTORS.register_module()
-class SkipFrozenOptimWrapperConstructor(DefaultOptimWrapperConstructor):
-    """mmengine's ``DefaultOptimWrapperConstructor`` that leaves out whole
-    frozen submodules up front.
+class SkipFrozenOptimWrapperConstructor(CoalescedOptimWrapperConstructor):
+    """:class:`CoalescedOptimWrapperConstructor` (mmengine's default
+    constructor with coalesced param groups) that leaves out whole frozen
+    submodules up front.
 
     With a ``paramwise_cfg``, mmengine's ``add_params`` visits every
     parameter and logs ``<name> is skipped since its requires_grad=False``
@@ -21,13 +24,15 @@ class SkipFrozenOptimWrapperConstructor(DefaultOptimWrapperConstructor):
     submodule whose parameters are all frozen to ``add_params`` and logs
     one line per such submodule instead (its name and parameter count).
     Every trainable parameter goes through mmengine's ``add_params`` as
-    before, in the same order, so the param groups (``lr``,
-    ``weight_decay``, ``custom_keys``, ``bypass_duplicate``, ...) are
-    exactly the default constructor's. A frozen parameter of a module that
-    also has trainable ones (e.g. a fixed position embedding) is still
-    skipped by mmengine with its warning. Without a ``paramwise_cfg`` the
-    default constructor's behaviour (every parameter in one group) is
-    kept.
+    before, in the same order, so every parameter gets the settings
+    (``lr``, ``weight_decay``, ``custom_keys``, ``bypass_duplicate``, ...)
+    of the default constructor; parameters with equal settings then share
+    a group (see :class:`CoalescedOptimWrapperConstructor`). A frozen
+    parameter of a module that also has trainable ones (e.g. a fixed
+    position embedding) is still skipped by mmengine with its warning.
+    Without a ``paramwise_cfg`` the default constructor's behaviour (every
+    parameter in one group) is kept. AdamW runs fused on CUDA, foreach
+    elsewhere.
 
     Config::
 
@@ -37,8 +42,8 @@ class SkipFrozenOptimWrapperConstructor(DefaultOptimWrapperConstructor):
             paramwise_cfg=dict(norm_decay_mult=0.0))
 
     Args:
-        optim_wrapper_cfg: The optimizer-wrapper config (see mmengine's
-            ``DefaultOptimWrapperConstructor``).
+        optim_wrapper_cfg: The optimizer-wrapper config (see
+            :class:`CoalescedOptimWrapperConstructor`).
         paramwise_cfg: Parameter-wise options. Defaults to None.
     """
 

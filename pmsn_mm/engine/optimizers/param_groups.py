@@ -1,0 +1,140 @@
+"""Param groups with one entry per distinct setting, and the AdamW kernel
+(fused on CUDA, foreach elsewhere)."""
+from typing import Any, Callable, Dict, Iterable, List, Optional
+
+import torch
+from torch import Tensor
+from torch.optim import Optimizer
+
+#: Optimizer arguments that pick an implementation, not a hyperparameter.
+IMPLEMENTATION_KEYS = ('fused', 'foreach')
+
+
+def _settings(group: dict, defaults: Dict[str, Any]) -> Dict[str, Any]:
+    """A group's entries except ``params``, over ``defaults``."""
+    out = dict(defaults)
+    out.update((k, v) for k, v in group.items() if k != 'params')
+    return out
+
+
+def coalesce_param_groups(groups: List[dict],
+                          defaults: Optional[Dict[str, Any]] = None
+                          ) -> List[dict]:
+    """Merge the param groups whose settings are equal.
+
+    The settings of a group are all its entries except ``'params'`` (``lr``,
+    ``weight_decay``, ``lars_exclude``, ``decay_mult``, ...), a missing
+    entry taking its value from ``defaults`` (the optimizer's own
+    arguments, which the optimizer would fill in). Two groups merge when
+    their settings compare equal. The merged groups come in the order in
+    which their settings first appear, each with its parameters in the
+    order of ``groups``; so the parameter that comes first keeps its group
+    first (mmengine logs the lr of group 0).
+
+    Args:
+        groups: Param groups, e.g. one per parameter as mmengine's
+            ``DefaultOptimWrapperConstructor.add_params`` makes them.
+        defaults: Values of entries a group may leave out (``lr``,
+            ``weight_decay`` of the optimizer config). Defaults to None.
+
+    Returns:
+        New groups (the input is not changed), each with every setting of
+        its members written out and a new ``params`` list.
+    """
+    defaults = defaults or {}
+    merged: List[dict] = []
+    for group in groups:
+        settings = _settings(group, defaults)
+        for target in merged:
+            if _settings(target, {}) == settings:
+                target['params'].extend(group['params'])
+                break
+        else:
+            merged.append(dict(settings, params=list(group['params'])))
+    return merged
+
+
+def adam_implementation(optimizer_cls: type, optimizer_cfg: dict,
+                        params: Iterable[Tensor]) -> Dict[str, bool]:
+    """The kernel for ``torch.optim.Adam``/``AdamW``: ``{'fused': True}``
+    where CUDA is available and every parameter is a floating-point CUDA
+    tensor (fused AdamW's requirement), else ``{'foreach': True}``.
+
+    Decided from the parameters as they are when the optimizer is built:
+    mmengine's ``Runner`` moves the model to its device (``wrap_model``)
+    before it builds the optimizer wrapper (``train()``), so a GPU run gets
+    the fused kernel; a model built on the CPU and moved later keeps
+    foreach (correct, not fused). Other optimizers (SGD, LARS, ...), and
+    configs that set ``fused`` or ``foreach`` themselves, get ``{}``:
+    their settings are kept.
+
+    Args:
+        optimizer_cls: The optimizer class.
+        optimizer_cfg: The optimizer config (its ``fused``/``foreach``).
+        params: The parameters to optimize.
+
+    Returns:
+        Keyword arguments for the optimizer.
+    """
+    if not (isinstance(optimizer_cls, type)
+            and issubclass(optimizer_cls, torch.optim.Adam)):
+        return {}
+    if any(optimizer_cfg.get(k) is not None for k in IMPLEMENTATION_KEYS):
+        return {}
+    params = list(params)
+    if params and torch.cuda.is_available() and all(
+            p.device.type == 'cuda' and p.is_floating_point()
+            for p in params):
+        return {'fused': True}
+    return {'foreach': True}
+
+
+def resume_check(coalesced_from: Optional[int]
+                 ) -> Callable[[Optimizer, dict], dict]:
+    """An optimizer ``load_state_dict`` pre-hook for coalesced groups.
+
+    With coalesced groups it refuses, with a message naming the way out, a
+    state whose number of param groups differs from the optimizer's (torch
+    would refuse it too, without saying why): a checkpoint saved before
+    the groups were coalesced holds one group per parameter, and mmengine's
+    parameter schedulers saved one base value per group with it, which
+    cannot be mapped onto fewer groups. It also keeps this run's kernel:
+    torch restores every group entry from the checkpoint, ``fused`` and
+    ``foreach`` included, so a CPU checkpoint would turn a CUDA run's fused
+    AdamW off; the loaded state gets the optimizer's own values.
+
+    Args:
+        coalesced_from: How many groups the constructor made before
+            coalescing (None: not coalesced; then only the kernel is
+            kept).
+
+    Returns:
+        The hook, for ``Optimizer.register_load_state_dict_pre_hook``.
+    """
+
+    def hook(optimizer: Optimizer, state_dict: dict) -> dict:
+        saved = state_dict['param_groups']
+        groups = optimizer.param_groups
+        if coalesced_from is not None and len(saved) != len(groups):
+            raise ValueError(
+                f'The checkpoint\'s optimizer state has {len(saved)} param '
+                f'groups, this optimizer has {len(groups)} (coalesced from '
+                f'{coalesced_from}, one per parameter with a paramwise '
+                'setting). A checkpoint saved before pmsn_mm coalesced '
+                'equal param groups holds one group per parameter, and its '
+                'parameter scheduler states one value per group: resume it '
+                'with '
+                'optim_wrapper.coalesce_param_groups=False (e.g. '
+                '--cfg-options optim_wrapper.coalesce_param_groups=False), '
+                'or start from its weights with load_from and resume=False.')
+        if len(saved) != len(groups):
+            return state_dict  # torch refuses it
+        state_dict = dict(state_dict)
+        state_dict['param_groups'] = [
+            dict(s, **{k: g[k]
+                       for k in IMPLEMENTATION_KEYS if k in g})
+            for s, g in zip(saved, groups)
+        ]
+        return state_dict
+
+    return hook
