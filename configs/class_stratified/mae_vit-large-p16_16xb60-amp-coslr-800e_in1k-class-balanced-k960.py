@@ -31,6 +31,8 @@ optim_wrapper = dict(
     type='DeviceAwareAmpOptimWrapper',
     optimizer=dict(lr=1.5e-4 * 960 / 256),
     paramwise_cfg=dict(_delete_=True, flat_decay_mult=0.0))
+# the batch uploaded once, not mmengine's per-sample cast_data
+data_preprocessor = dict(type='BatchCastPreprocessor')
 # a fresh run, not mmpretrain's auto-resume
 resume = False
 auto_scale_lr = dict(base_batch_size=960, enable=False)

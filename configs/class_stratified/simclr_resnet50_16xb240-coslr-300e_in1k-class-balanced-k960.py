@@ -38,6 +38,8 @@ train_dataloader = dict(
     # to collate_fn on to default_collate, which refuses it: restate it
     collate_fn=dict(_delete_=True, type='default_collate'))
 
+# the batch uploaded once, not mmengine's per-sample cast_data
+data_preprocessor = dict(type='BatchCastPreprocessor')
 model = dict(
     backbone=dict(zero_init_residual=False),
     neck=dict(

@@ -24,8 +24,10 @@ max_epochs = 800
 warmup_epochs = 10
 lr = 2e-3
 
+# the batch uploaded once, the masks with it (stacked by the collate)
 data_preprocessor = dict(
-    type='SelfSupDataPreprocessor',
+    type='BatchCastPreprocessor',
+    sample_keys=['mask'],
     mean=[123.675, 116.28, 103.53],
     std=[58.395, 57.12, 57.375],
     to_rgb=True)
@@ -50,7 +52,7 @@ train_dataloader = dict(
     persistent_workers=True,
     drop_last=True,
     sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
+    collate_fn=dict(type='padded_collate', sample_keys=['mask']),
     dataset=dict(
         type=dataset_type,
         data_root=data_root,

@@ -43,7 +43,7 @@ val_cfg = dict(type='FeatureValLoop')
 
 model = dict(
     data_preprocessor=dict(
-        type='SelfSupDataPreprocessor',
+        type='BatchCastPreprocessor',  # the batch uploaded once
         mean={{_base_.data_preprocessor.mean}},
         std={{_base_.data_preprocessor.std}},
         to_rgb=False),

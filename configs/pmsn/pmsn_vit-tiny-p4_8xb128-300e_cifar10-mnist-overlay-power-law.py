@@ -37,7 +37,7 @@ train_dataloader = dict(
         ]))
 model = dict(
     data_preprocessor=dict(
-        type='SelfSupDataPreprocessor',
+        type='BatchCastPreprocessor',  # the batch uploaded once
         mean=[122.0, 122.0, 122.0],
         std=[60.0, 60.0, 60.0],
         to_rgb=False),

@@ -27,6 +27,8 @@ auto_scale_lr = dict(base_batch_size=256)
 # settings (epsilon 0.05, temperature 0.1, 3 Sinkhorn iterations, 2 + 6 crops)
 model = dict(
     type='PSwAV',
+    # the batch uploaded once, not mmengine's per-sample cast_data
+    data_preprocessor=dict(type='BatchCastPreprocessor'),
     # the official ResNet-50 (src/resnet50.py) keeps zero_init_residual=False
     backbone=dict(zero_init_residual=False),
     head=dict(

@@ -22,7 +22,7 @@ warmup_epochs = 10
 lr = 0.2 * 1024 / 256
 
 data_preprocessor = dict(
-    type='SelfSupDataPreprocessor',
+    type='BatchCastPreprocessor',  # the batch uploaded once
     mean=[123.675, 116.28, 103.53],
     std=[58.395, 57.12, 57.375],
     to_rgb=True)

@@ -8,27 +8,51 @@ from mmengine.registry import FUNCTIONS
 
 
 @FUNCTIONS.register_module()
-def padded_collate(data_batch: Sequence[dict]) -> dict:
+def padded_collate(data_batch: Sequence[dict],
+                   sample_keys: Sequence[str] = ()) -> dict:
     """``default_collate``, except that ``inputs`` of different sizes are
     packed into one tensor of the largest height and width, each image in
-    the top-left corner (zeros elsewhere).
+    the top-left corner (zeros elsewhere), and that the data-sample fields
+    named in ``sample_keys`` are also stacked into batch tensors.
 
     For the decode-only loader of ``BatchAugmentPreprocessor``: one
     contiguous tensor per batch (one host-to-device copy), each image's
-    size in its data sample's ``img_shape`` (``PackInputs`` keeps it), from
-    which the pre-processor draws crops in the image's own coordinates.
+    size in ``img_shapes`` (one long tensor of shape (B, 2) that moves with
+    the batch; only in a padded batch) and in its data sample's
+    ``img_shape`` (``PackInputs`` keeps it), from which the pre-processor
+    draws crops in the image's own coordinates. A loader with
+    ``pin_memory=True`` pins every tensor of the batch dict (not the data
+    samples').
 
     Args:
         data_batch: Packed samples, ``dict(inputs=Tensor (C, H_i, W_i),
             data_samples=...)``.
+        sample_keys: Data-sample fields (tensors of one shape) to stack
+            into ``batch[key]`` of shape (B, ...) as well, for a model that
+            reads them in training (``BatchCastPreprocessor(sample_keys=
+            ...)`` then uploads them with the batch).
 
     Returns:
-        ``dict(inputs=Tensor (B, C, H, W), data_samples=[...])``.
+        ``dict(inputs=Tensor (B, C, H, W), data_samples=[...])``, plus
+        ``img_shapes`` for a padded batch and each of ``sample_keys``.
     """
+    if isinstance(sample_keys, str):
+        raise TypeError(f'sample_keys must be a list of field names, got '
+                        f'{sample_keys!r}.')
+    stacked = {}
+    for key in sample_keys:
+        missing = [i for i, item in enumerate(data_batch)
+                   if key not in item['data_samples']]
+        if missing:
+            raise KeyError(f'padded_collate sample_keys: sample {missing[0]} '
+                           f'has no data-sample field {key!r}.')
+        stacked[key] = torch.stack(
+            [torch.as_tensor(item['data_samples'].get(key))
+             for item in data_batch])
     inputs: List[torch.Tensor] = [item['inputs'] for item in data_batch]
     shapes = {tuple(x.shape) for x in inputs}
     if len(shapes) == 1:
-        return default_collate(data_batch)
+        return dict(default_collate(data_batch), **stacked)
     channels = {x.shape[0] for x in inputs}
     if len(channels) != 1:
         raise ValueError(f'padded_collate needs one channel count per batch, '
@@ -41,4 +65,6 @@ def padded_collate(data_batch: Sequence[dict]) -> dict:
         packed[i, :, :x.shape[1], :x.shape[2]] = x
     rest = default_collate([{k: v for k, v in item.items() if k != 'inputs'}
                             for item in data_batch])
-    return dict(rest, inputs=packed)
+    img_shapes = torch.tensor([tuple(x.shape[1:]) for x in inputs],
+                              dtype=torch.long)
+    return dict(rest, inputs=packed, img_shapes=img_shapes, **stacked)

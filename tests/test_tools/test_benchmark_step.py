@@ -1,6 +1,10 @@
 """tools/benchmarks/benchmark_step.py: its counting pass (no timing) on the
 CPU toy PMSN config and the iNat18 PMSN config with a narrowed encoder.
 
+No phase copies anything to the device but the batch's own tensors, once,
+non-blocking (``h2d`` 0: no per-sample upload, no constant built from
+Python data in the step), for one config of every family at batch 2 and 4.
+
 A training step must not make the host wait for the device (no host syncs
 in the model's phases; the per-iteration hooks read one device value per
 step, next to mmengine's read of the loss values), and its op count must not
@@ -16,6 +20,8 @@ from mmengine.logging import MMLogger
 from tests._config_runs import shrink_model
 from tests._configs import CONFIGS
 from tests._tools import load_tool
+
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
 TOY = osp.join('pmsn',
                'pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py')
@@ -84,6 +90,61 @@ def test_no_phase_makes_a_host_sync_or_grows_with_the_batch(counts, config):
         _check(counts, config, phase, ALLOWED.get(phase, 0))
 
 
+#: One config per remaining family, for the copy count only: MAE, the
+#: per-sample (MultiView) pipelines, the in-memory toy sets (data2vec's masks
+#: collated with the batch), the paper-scale toy config.
+COPY_ONLY = [
+    osp.join('class_stratified', 'cpu_study', 'mae_vit-mini-p4_1xb60-cpu-toy'
+             '-class-balanced-k10_power-law-overlay.py'),
+    osp.join('class_stratified', 'cpu_study', 'data2vec_beit-mini-p4_1xb60-'
+             'cpu-toy-class-balanced-k10_power-law-overlay.py'),
+    osp.join('pmsn',
+             'pmsn_vit-base-p16_16xb64-300e_in1k-uniform-per-sample.py'),
+    osp.join('pswav', 'pswav_resnet50_8xb32-mcrop-coslr-200e_in1k-'
+             'uniform-per-sample.py'),
+    osp.join('pmsn', 'pmsn_vit-mini-p4_1xb64-cpu-toy_power-law-overlay.py'),
+    osp.join('simclr', 'simclr_resnet18_2xb16-toy_power-law-overlay.py'),
+    osp.join('pmsn',
+             'pmsn_vit-tiny-p4_1xb1024-300e_shapes-digits-power-law.py'),
+]
+
+
+def _check_copies(by_batch: Dict[int, dict], config: str) -> None:
+    """No blocking host-to-device copy in any phase; the batch uploaded in
+    the views phase only, as many tensors at either batch size."""
+    for batch, phases in by_batch.items():
+        for phase, c in phases.items():
+            assert c['h2d'] == 0, (
+                f'{config} {phase} at batch {batch}: {c["h2d"]} blocking '
+                f'host-to-device copies ({c["h2d_sites"]})')
+            if phase != 'views':
+                assert c['h2d_batch'] == 0, (config, phase, batch)
+    uploads = {b: p['views']['h2d_batch'] for b, p in by_batch.items()}
+    assert len(set(uploads.values())) == 1 and min(uploads.values()) >= 1, (
+        f'{config}: batch uploads {uploads}')
+
+
+@pytest.mark.parametrize('config', [TOY, INAT18, *FAMILIES])
+def test_no_phase_copies_to_the_device_besides_the_batch(counts, config):
+    """No per-sample upload, no constant uploaded from Python data: the
+    batch's own tensors move once, non-blocking."""
+    _check_copies(counts[config], config)
+
+
+@pytest.mark.parametrize('config', COPY_ONLY)
+def test_no_copies_in_the_other_families(config):
+    import torch
+    tool = _tool()
+    MMLogger.get_current_instance().setLevel(logging.WARNING)
+    by_batch = {}
+    for batch in (2, 4):
+        torch.manual_seed(0)
+        cfg = Config.fromfile(osp.join(CONFIGS, config))
+        shrink_model(cfg)
+        by_batch[batch] = tool.count_phases(cfg, batch)
+    _check_copies(by_batch, config)
+
+
 def test_every_phase_is_counted(counts):
     toy, inat = counts[TOY][2], counts[INAT18][2]
     assert list(toy) == ['views', 'forward+loss', 'backward', 'optimizer',
@@ -100,7 +161,8 @@ def test_main_prints_a_row_per_phase(capsys):
     ])
     out = capsys.readouterr().out
     for phase in ('views', 'forward+loss', 'backward', 'optimizer',
-                  'target update', 'hooks', 'images/s', 'of the step'):
+                  'target update', 'hooks', 'images/s', 'of the step', 'h2d',
+                  'batch'):
         assert phase in out
     assert result['images_per_s'] > 0 and 0 < result['views_share'] < 1
     assert set(result['seconds']) == set(result['counts'])

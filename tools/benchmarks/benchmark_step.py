@@ -27,7 +27,10 @@ per-iteration hooks run it:
 
 For each phase it prints the aten op count and the host syncs (one counting
 pass under :class:`~pmsn_mm.utils.op_counter.OpCounter`; on a GPU each op is
-at least one kernel launch, each sync drains the launch queue), the median
+at least one kernel launch, each sync drains the launch queue), the blocking
+host-to-device copies (``h2d``, the same pass under
+:class:`~pmsn_mm.utils.host_copies.HostCopyCounter`; the batch's own
+``non_blocking`` upload is counted apart as ``batch``), the median
 wall time over ``--repeats`` uncounted steps (after one warm-up step), the
 peak memory (``torch.cuda.max_memory_allocated`` on CUDA, the growth of the
 peak RSS on CPU), images/s of the whole step and the share of the step
@@ -66,6 +69,7 @@ from mmengine.registry import FUNCTIONS, init_default_scope
 
 import pmsn_mm  # noqa: F401  (registers the models, transforms, hooks)
 from mmpretrain.registry import HOOKS, MODELS
+from pmsn_mm.utils.host_copies import HostCopyCounter
 from pmsn_mm.utils.op_counter import OpCounter
 
 #: The phases of a step, in order.
@@ -135,7 +139,26 @@ def make_batch(cfg: Config, batch_size: int, seed: int = 0) -> dict:
                                       ori_shape=(h, w), gt_label=i % 10,
                                       sample_idx=i)))
     collate = FUNCTIONS.get(collate_cfg['type'])
-    return collate(samples)
+    kwargs = {k: v for k, v in collate_cfg.items() if k != 'type'}
+    return collate(samples, **kwargs)
+
+
+def pin_batch(data: Any) -> Any:
+    """The batch with its tensors in pinned memory, as a loader with
+    ``pin_memory=True`` hands it over (torch's ``pin_memory`` of the batch
+    dict: the data samples are left as they are).
+
+    Args:
+        data: A collated batch.
+    """
+    if isinstance(data, torch.Tensor):
+        return data.pin_memory()
+    if isinstance(data, dict):
+        return {k: v if k == 'data_samples' else pin_batch(v)
+                for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return type(data)(pin_batch(v) for v in data)
+    return data
 
 
 class StepCounter(OpCounter):
@@ -312,20 +335,35 @@ def count_phases(cfg: Config, batch_size: int,
             is made in the first step).
 
     Returns:
-        ``{phase: dict(ops=..., syncs=..., sync_ops={aten name: count})}``.
+        ``{phase: dict(ops=..., syncs=..., sync_ops={aten name: count},
+        h2d=..., h2d_batch=..., h2d_sites={site: count})}``: ``h2d`` the
+        blocking host-to-device copies, ``h2d_batch`` the ``non_blocking``
+        uploads of the batch's own tensors
+        (:class:`~pmsn_mm.utils.host_copies.HostCopyCounter`).
     """
     env = env or build_step(cfg, device, amp)
     data = make_batch(cfg, batch_size)
-    for _ in range(warmup):
-        for fn in step_phases(env, data).values():
-            fn()
+    if env.device.type == 'cuda' and cfg.train_dataloader.get('pin_memory'):
+        data = pin_batch(data)
+    copies = HostCopyCounter(env.device)
+    copies.mark_device(env.model, env.optim_wrapper)
+    copies.mark_batch(data)
+    # the warm-up under the copy counter too: what it builds once (device
+    # constants, optimiser state) is then known to live on the device
+    with copies, copies.phase('warm-up'):
+        for _ in range(warmup):
+            for fn in step_phases(env, data).values():
+                fn()
     counts = {}
     steps = optimizer_steps(env.optim_wrapper)
     for name, fn in step_phases(env, data).items():
-        with StepCounter(steps) as counter:
+        with copies, copies.phase(name), StepCounter(steps) as counter:
             fn()
         counts[name] = dict(ops=counter.ops, syncs=counter.syncs,
-                            sync_ops=dict(counter.sync_ops))
+                            sync_ops=dict(counter.sync_ops),
+                            h2d=copies.blocking(name),
+                            h2d_batch=copies.batch(name),
+                            h2d_sites=dict(copies.sites[name]))
     return counts
 
 
@@ -402,6 +440,8 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         env = build_step(cfg, device, args.amp, False)
         counts = count_phases(cfg, batch, device, args.amp, env=env)
     data = make_batch(cfg, batch)
+    if device.type == 'cuda' and cfg.train_dataloader.get('pin_memory'):
+        data = pin_batch(data)
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if device.type == 'cuda':
         torch.cuda.reset_peak_memory_stats(device)
@@ -420,19 +460,25 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         f'{args.config}',
         f'  device {device}, batch {batch}, amp {args.amp or "off"}, '
         f'compile {args.compile}, {args.repeats} timed steps',
-        f'  {"phase":16s} {"ops":>7s} {"syncs":>6s} {"ms":>9s}  sync ops',
+        f'  {"phase":16s} {"ops":>7s} {"syncs":>6s} {"h2d":>5s} '
+        f'{"batch":>5s} {"ms":>9s}  sync ops; blocking copies',
     ]
     for name in counts:
         c = counts[name]
         lines.append(
-            f'  {name:16s} {c["ops"]:7d} {c["syncs"]:6d} '
-            f'{seconds[name] * 1e3:9.2f}  '
+            f'  {name:16s} {c["ops"]:7d} {c["syncs"]:6d} {c["h2d"]:5d} '
+            f'{c["h2d_batch"]:5d} {seconds[name] * 1e3:9.2f}  '
             + (', '.join(f'{k} x{v}' for k, v in c['sync_ops'].items())
+               or '-') + '; '
+            + (', '.join(f'{k} x{v}' for k, v in c['h2d_sites'].items())
                or '-'))
     ops = sum(c['ops'] for c in counts.values())
     syncs = sum(c['syncs'] for c in counts.values())
+    h2d = sum(c['h2d'] for c in counts.values())
+    uploads = sum(c['h2d_batch'] for c in counts.values())
     lines += [
-        f'  {"step":16s} {ops:7d} {syncs:6d} {total * 1e3:9.2f}',
+        f'  {"step":16s} {ops:7d} {syncs:6d} {h2d:5d} {uploads:5d} '
+        f'{total * 1e3:9.2f}',
         f'  {result["images_per_s"]:.1f} images/s; drawing the views: '
         f'{result["views_share"] * 100:.1f} % of the step; peak memory '
         f'{peak}'

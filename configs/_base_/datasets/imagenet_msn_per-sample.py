@@ -7,7 +7,7 @@
 dataset_type = 'ImageNet'
 data_root = 'data/imagenet/'
 data_preprocessor = dict(
-    type='SelfSupDataPreprocessor',
+    type='BatchCastPreprocessor',  # the batch uploaded once
     mean=[123.675, 116.28, 103.53],
     std=[58.395, 57.12, 57.375],
     to_rgb=True)

@@ -12,7 +12,7 @@ auto_scale_lr = dict(base_batch_size=batch_size)
 
 # gray images replicated to 3 channels, normalised with the toy statistics
 toy_preprocessor = dict(
-    type='SelfSupDataPreprocessor',
+    type='BatchCastPreprocessor',  # the batch uploaded once
     mean={{_base_.data_preprocessor.mean}},
     std={{_base_.data_preprocessor.std}},
     to_rgb=False)

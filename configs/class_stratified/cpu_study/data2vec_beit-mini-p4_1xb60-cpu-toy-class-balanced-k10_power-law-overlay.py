@@ -8,7 +8,9 @@ _base_ = [
     '../../_base_/schedules/adamw_300iter_toy.py',
 ]
 
-train_dataloader = dict(dataset=dict(pipeline=[
+train_dataloader = dict(
+    collate_fn=dict(type='padded_collate', sample_keys=['mask']),
+    dataset=dict(pipeline=[
     dict(type='RandomResizedCrop', scale=32, crop_ratio_range=(0.5, 1.0)),
     dict(type='RandomFlip', prob=0.5),
     dict(
@@ -22,7 +24,11 @@ train_dataloader = dict(dataset=dict(pipeline=[
 
 model = dict(
     type='Data2VecVision',
-    data_preprocessor={{_base_.toy_preprocessor}},
+    # the masks uploaded with the batch (stacked by the collate)
+    data_preprocessor=dict(
+        type='BatchCastPreprocessor', sample_keys=['mask'],
+        mean={{_base_.data_preprocessor.mean}},
+        std={{_base_.data_preprocessor.std}}, to_rgb=False),
     backbone=dict(
         type='Data2VecViT',
         arch=dict(embed_dims=96, num_layers=4, num_heads=3,

@@ -1,13 +1,15 @@
 """Hooks."""
+from .host_copy_hook import HostCopyHook
 from .non_finite_guard_hook import NonFiniteGuardHook, NonFiniteTrainingError
 from .prior_weight_warmup_hook import PriorWeightWarmupHook
+from .prototype_assignment_hook import PrototypeAssignmentHook
 from .prototype_usage_hook import PrototypeUsageHook
 from .rng_state_hook import RNGStateHook
 from .target_ema_hook import TargetEMAHook
 from .work_dir_overwrite_hook import WorkDirOverwriteHook
 
 __all__ = [
-    'NonFiniteGuardHook', 'NonFiniteTrainingError', 'PriorWeightWarmupHook',
-    'PrototypeUsageHook', 'RNGStateHook', 'TargetEMAHook',
-    'WorkDirOverwriteHook'
+    'HostCopyHook', 'NonFiniteGuardHook', 'NonFiniteTrainingError', 'PriorWeightWarmupHook',
+    'PrototypeAssignmentHook', 'PrototypeUsageHook', 'RNGStateHook',
+    'TargetEMAHook', 'WorkDirOverwriteHook'
 ]

@@ -160,7 +160,9 @@ class NonFiniteGuardHook(Hook):
         if self._grads_ok is not None:
             grads_bad = (~self._grads_ok).to(device)
         else:
-            grads_bad = torch.tensor(self._dropped_step, device=device)
+            # a fill on the device, not an upload of a Python bool
+            grads_bad = torch.full((), self._dropped_step, dtype=torch.bool,
+                                   device=device)
         flags = torch.stack(
             [~torch.isfinite(v).all() for v in terms.values()] +
             [grads_bad]).float()

@@ -207,7 +207,8 @@ class PMSNLoss(nn.Module):
             num_protos, dtype=torch.float64, device=target_probs.device)
         used[target_probs.argmax(dim=1)] = 1.0
         max_sum = target_probs.max(dim=1).values.sum().double().reshape(1)
-        count = used.new_tensor([float(target_probs.shape[0])])
+        # a fill on the device, not an upload of a Python list
+        count = used.new_full((1, ), float(target_probs.shape[0]))
         totals = torch.cat([used, max_sum, count])
         all_reduce(totals, op='sum')
         dtype = target_probs.dtype

@@ -220,7 +220,8 @@ class PSwAVLoss(nn.Module):
         num_protos = codes.shape[1]
         used = codes.new_zeros(num_protos, dtype=torch.float64)
         used[codes.argmax(dim=1)] = 1.0
-        count = used.new_tensor([float(codes.shape[0])])
+        # a fill on the device, not an upload of a Python list
+        count = used.new_full((1, ), float(codes.shape[0]))
         totals = torch.cat([used, codes.double().sum(dim=0), count])
         all_reduce(totals, op='sum')
         mean_code = totals[num_protos:2 * num_protos] / totals[-1]

@@ -2,6 +2,7 @@
 from typing import Dict, List, Tuple
 
 import torch
+from mmpretrain.models.heads import ContrastiveHead
 from mmpretrain.models.selfsup import SimCLR as _MMPretrainSimCLR
 from mmpretrain.models.selfsup.simclr import GatherLayer
 from mmpretrain.registry import MODELS
@@ -70,5 +71,20 @@ class SimCLR(_MMPretrainSimCLR):
         s = torch.matmul(z, z.permute(1, 0))  # (2N, 2N)
         positive, negatives = positive_negative_index(z.size(0) // 2,
                                                       s.device)
-        loss = self.head.loss(s.gather(1, positive), s.gather(1, negatives))
+        loss = self._head_loss(s.gather(1, positive), s.gather(1, negatives))
         return dict(loss=loss)
+
+    def _head_loss(self, pos: Tensor, neg: Tensor) -> Tensor:
+        """``ContrastiveHead.loss`` with its all-zero labels made on the
+        device (mmpretrain's builds them on the host and uploads them: one
+        blocking copy per step); any other head's own ``loss``.
+
+        Args:
+            pos: Tensor of shape (2N, 1), the positive similarities.
+            neg: Tensor of shape (2N, 2N - 2), the negative ones.
+        """
+        if not isinstance(self.head, ContrastiveHead):
+            return self.head.loss(pos, neg)
+        logits = torch.cat((pos, neg), dim=1) / self.head.temperature
+        labels = torch.zeros(pos.size(0), dtype=torch.long, device=pos.device)
+        return self.head.loss_module(logits, labels)

@@ -7,6 +7,7 @@ from .batch_augment import (color_jitter, gaussian_blur, random_grayscale,
 from .amp import autocast_off, upcast
 from .compile import EagerUpdateTrainStepMixin, update_params_eagerly
 from .batch_augment_preprocessor import BatchAugmentPreprocessor
+from .batch_cast_preprocessor import BatchCastPreprocessor, cast_batch
 from .dist import all_gather_with_grad, all_reduce_mean_with_grad
 from .distributions import (entropy, global_mean_usage, kl_divergence,
                             sharpen)
@@ -17,7 +18,8 @@ from .patch_drop import (PatchDrop, check_mask_ratio, drop_patch_tokens,
 from .sinkhorn import check_col_marginal, distributed_sinkhorn
 
 __all__ = [
-    'BatchAugmentPreprocessor', 'EMATargetMixin',
+    'BatchAugmentPreprocessor', 'BatchCastPreprocessor', 'cast_batch',
+    'EMATargetMixin',
     'EagerUpdateTrainStepMixin', 'update_params_eagerly', 'LinearMomentumEMA',
     'PatchDrop', 'all_gather_with_grad', 'all_reduce_mean_with_grad',
     'autocast_off',

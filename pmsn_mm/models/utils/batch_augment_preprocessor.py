@@ -8,9 +8,10 @@ from torch import Tensor
 
 from ...utils.validation import (check_int, check_number, check_probability,
                                  check_range_pair)
-from .batch_augment import (color_jitter, gaussian_blur, random_grayscale,
-                            replicate_edges, resized_crop_flip,
-                            sample_color_params, sample_crop_boxes, solarize)
+from .batch_augment import (color_jitter, color_params, crop_corners,
+                            crop_resize, device_constant, gaussian_blur,
+                            random_grayscale, replicate_edges, solarize)
+from .batch_cast_preprocessor import cast_batch
 
 #: Settings of one group of views and their defaults (no augmentation
 #: beyond the crop unless asked for).
@@ -176,49 +177,55 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
         num, _, height, width = images.shape
         views, device = group['num_views'], images.device
         gen = self._rng(device)
-        total = num * views
-        image = torch.arange(num, device=device).repeat(views)  # view-major
-        boxes = sample_crop_boxes(total, heights[image], widths[image],
-                                  group['scale'], group['ratio'],
-                                  generator=gen, device=device)
-        flip = torch.rand(total, generator=gen,
-                          device=device) < group['flip_prob']
+        total = num * views  # view-major: view v of image i at v * num + i
+        corner, extent = crop_corners(torch.stack([widths, heights], 1),
+                                      views, group['scale'], group['ratio'],
+                                      generator=gen)
+        # per view, one draw: the jitter's 9 uniforms, the coins of flip,
+        # grayscale, blur and solarize, the blur's sigma
+        u = torch.rand(total, 14, generator=gen, device=device)
+        probs = tuple(group[k] for k in ('flip_prob', 'grayscale_prob',
+                                         'blur_prob', 'solarize_prob'))
+        coins = u[:, 9:13] < device_constant(('view coins', probs), device,
+                                             lambda: list(probs))
         size = (group['size'] or height, group['size'] or width)
-        out = resized_crop_flip(images, boxes, size, flip, image)
+        out = crop_resize(images, corner, extent, size, coins[:, 0])
         if group['jitter_prob'] > 0 and any(
                 group[k] > 0
                 for k in ('brightness', 'contrast', 'saturation', 'hue')):
-            params = sample_color_params(
-                total, group['brightness'], group['contrast'],
-                group['saturation'], group['hue'], group['jitter_prob'],
-                generator=gen, device=device)
+            params = color_params(u[:, :9],
+                                  group['brightness'], group['contrast'],
+                                  group['saturation'], group['hue'],
+                                  group['jitter_prob'])
             out = color_jitter(out, params)
         if group['grayscale_prob'] > 0:
-            mask = torch.rand(total, generator=gen,
-                              device=device) < group['grayscale_prob']
-            out = random_grayscale(out, mask)
+            out = random_grayscale(out, coins[:, 1])
         if group['blur_prob'] > 0:
-            u = torch.rand(total, 2, generator=gen, device=device)
             low, high = group['blur_sigma']
-            out = gaussian_blur(out, low + (high - low) * u[:, 1],
-                                u[:, 0] < group['blur_prob'], high)
+            out = gaussian_blur(out, u[:, 13] * (high - low) + low,
+                                coins[:, 2], high)
         if group['solarize_prob'] > 0:
-            mask = torch.rand(total, generator=gen,
-                              device=device) < group['solarize_prob']
-            out = solarize(out, mask, group['solarize_threshold'])
+            out = solarize(out, coins[:, 3], group['solarize_threshold'])
         return list(out.split(num))
 
     @staticmethod
-    def image_sizes(inputs: Tensor, data_samples) -> Dict[str, Any]:
-        """Each image's ``(h, w)`` in a padded batch: the ``img_shape`` of
-        its data sample (``PackInputs`` keeps it), else the batch's size.
+    def image_sizes(inputs: Tensor,
+                    data_samples,
+                    img_shapes: Optional[Tensor] = None) -> Dict[str, Any]:
+        """Each image's ``(h, w)`` in a padded batch.
 
-        Checked on the host, from the metadata only (no device value is
-        read).
+        From ``img_shapes`` where the batch has it (``padded_collate`` puts
+        the sizes of a padded batch there: one tensor that moves with the
+        batch), else from the ``img_shape`` of the data samples
+        (``PackInputs`` keeps it; checked on the host, from the metadata
+        only, and uploaded from a Python list: one blocking copy), else the
+        batch's size (made on the device: no copy).
 
         Args:
             inputs: The batch tensor of shape (B, C, H, W).
             data_samples: The batch's data samples, or None.
+            img_shapes: Long tensor of shape (B, 2), each image's
+                ``(h, w)``, on the device of ``inputs``, or None.
 
         Returns:
             ``heights`` and ``widths``, long tensors of shape (B,) on the
@@ -234,10 +241,22 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
             raise ValueError('an img_shape exceeds the batch tensor '
                              f'({height} x {width}); pack the images with '
                              'padded_collate.')
-        padded = any(h < height or w < width for h, w in sizes)
+        if img_shapes is not None:
+            if tuple(img_shapes.shape) != (num, 2):
+                raise ValueError(f'img_shapes must have shape ({num}, 2) for '
+                                 f'a batch of {num}, got '
+                                 f'{tuple(img_shapes.shape)}.')
+            table = img_shapes.long()
+            return dict(heights=table[:, 0], widths=table[:, 1], padded=True)
+        if not any(h < height or w < width for h, w in sizes):
+            return dict(heights=torch.full((num, ), height, dtype=torch.long,
+                                           device=inputs.device),
+                        widths=torch.full((num, ), width, dtype=torch.long,
+                                          device=inputs.device),
+                        padded=False)
         table = torch.tensor(sizes, dtype=torch.long).to(inputs.device,
                                                          non_blocking=True)
-        return dict(heights=table[:, 0], widths=table[:, 1], padded=padded)
+        return dict(heights=table[:, 0], widths=table[:, 1], padded=True)
 
     # Eager under torch.compile (mmengine's compile=True): compiled, the
     # views would draw from inductor's own random generator instead of
@@ -252,8 +271,10 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
             data: A collated batch whose ``inputs`` is one tensor of shape
                 (B, C, H, W) (or a one-element list of it); with
                 ``padded_collate``, images of mixed sizes padded at the
-                bottom and right, their sizes in the data samples'
-                ``img_shape``.
+                bottom and right, their sizes in ``img_shapes`` (and in the
+                data samples' ``img_shape``). In training, each tensor of
+                the batch moves once, ``non_blocking``, the data samples
+                stay on the host (:func:`cast_batch`).
             training: Whether to draw the augmented views.
 
         Returns:
@@ -262,9 +283,10 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
             tensor otherwise.
         """
         if not training:
-            return super().forward(data, training)
-        inputs, data_samples = self.cast_data(
-            [data['inputs'], data.get('data_samples')])
+            return super().forward(
+                dict(inputs=data['inputs'],
+                     data_samples=data.get('data_samples')), training)
+        inputs, data_samples, extras = cast_batch(data, self.device)
         if isinstance(inputs, (list, tuple)):
             if len(inputs) != 1:
                 raise ValueError(
@@ -273,11 +295,11 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
                     f'{len(inputs)} views; use pipeline=[PackInputs] '
                     'instead of MultiView.')
             inputs = inputs[0]
-        if self._channel_conversion:  # BGR <-> RGB
-            inputs = (inputs.flip(1) if inputs.shape[1] == 3 else
-                      inputs[:, [2, 1, 0], ...])
+        if self._channel_conversion:  # BGR <-> RGB: channels 2, 1, 0
+            inputs = inputs[:, :3].flip(1)
         inputs = inputs.float()
-        sizes = self.image_sizes(inputs, data_samples)
+        sizes = self.image_sizes(inputs, data_samples,
+                                 extras.get('img_shapes'))
         if sizes['padded']:
             inputs = replicate_edges(inputs, sizes['heights'],
                                      sizes['widths'])

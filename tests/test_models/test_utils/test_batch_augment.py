@@ -10,6 +10,8 @@ from mmpretrain.registry import MODELS
 from pmsn_mm.models.utils import (BatchAugmentPreprocessor, color_jitter,
                                   resized_crop_flip, sample_color_params,
                                   sample_crop_boxes)
+from pmsn_mm.models.utils.batch_augment import (crop_corners,
+                                                device_constant)
 
 N = 4000
 
@@ -72,6 +74,36 @@ def test_crop_fallback_is_central_whole_image():
 def test_crop_box_errors(kwargs):
     with pytest.raises(ValueError, match=next(iter(kwargs))):
         sample_crop_boxes(2, 8, 8, **kwargs)
+
+
+def test_crop_corners_are_view_major_with_the_central_fallback():
+    """Views of two images (10 x 10, and 300 wide x 200 high) at scale 1:
+    no ratio but exactly 1 fits the square, 300 / 200 is wider than 4 / 3,
+    so every box is mmpretrain's fallback, computed by hand: the whole
+    square, and the central 267 x 200 (round(200 * 4 / 3)) at left 16; box
+    ``v * 2 + i`` is view ``v`` of image ``i``."""
+    corner, extent = crop_corners(torch.tensor([[10, 10], [300, 200]]), 3,
+                                  scale=(1.0, 1.0))
+    assert extent.tolist() == [[10.0, 10.0], [267.0, 200.0]] * 3
+    assert corner.tolist() == [[0.0, 0.0], [16.0, 0.0]] * 3
+
+
+def test_crop_corners_needs_sizes_of_shape_n_by_2():
+    with pytest.raises(ValueError, match=r'sizes must have shape \(N, 2\)'):
+        crop_corners(torch.tensor([10, 10]))
+
+
+def test_device_constant_is_built_once_per_device():
+    calls = []
+
+    def build():
+        calls.append(1)
+        return [1.0, 2.0]
+
+    first = device_constant(('test constant', id(calls)), 'cpu', build)
+    again = device_constant(('test constant', id(calls)), 'cpu', build)
+    assert again is first and len(calls) == 1
+    assert first.tolist() == [1.0, 2.0] and first.dtype == torch.float32
 
 
 def test_resized_crop_identity_slice_and_flip():

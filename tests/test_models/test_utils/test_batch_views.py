@@ -21,6 +21,7 @@ from pmsn_mm.models.utils import (color_jitter, gaussian_blur,
                                   random_grayscale, replicate_edges,
                                   resized_crop_flip, sample_color_params,
                                   sample_crop_boxes, solarize)
+from pmsn_mm.models.utils.batch_augment import rotate_hue
 
 N = 4000
 #: (height, width) of a mixed batch: landscape, portrait, square, tiny
@@ -185,6 +186,43 @@ def test_fixed_colour_params_match_the_per_sample_chain(factors, order):
     out = color_jitter(_tensor(rgb), params)[0].permute(1, 2, 0).numpy()
     diff = np.abs(out - _mmcv_chain(rgb, factors, order))
     assert diff.mean() <= 1.5 and diff.max() <= 8.0
+
+
+#: Hue factors across ColorJitter's range, float32 as torch draws them.
+HUE_FACTORS = np.linspace(-0.5, 0.5, 81, dtype=np.float32)
+
+
+def _hue_differences(rgb: np.ndarray, pil: bool) -> np.ndarray:
+    """|rotate_hue - torchvision's adjust_hue of a PIL image| of an RGB
+    uint8 image, for every factor of :data:`HUE_FACTORS`."""
+    from torchvision.transforms.functional import adjust_hue as tv_hue
+    image = Image.fromarray(rgb)
+    diffs = []
+    for factor in HUE_FACTORS:
+        ref = np.asarray(tv_hue(image, float(factor)), dtype=np.float64)
+        out = rotate_hue(_tensor(rgb), torch.tensor([factor]), pil=pil)
+        diffs.append(np.abs(out[0].permute(1, 2, 0).numpy() - ref))
+    return np.stack(diffs)
+
+
+def test_hue_on_pils_8bit_circle_matches_torchvision():
+    """rotate_hue(pil=True) against torchvision's adjust_hue of a PIL image
+    (official MSN's ColorJitter): PIL keeps the hue in 8 bits and adds the
+    shift in uint8 (modulo 256 on a 255-step circle), so a red rotated by a
+    negative factor turns one step (6 levels) less than the factor says.
+    Saturated colours within one level (the continuous rotation misses
+    them by a step); random colours within 2 levels but for 1 % of the
+    pixels (PIL's 8-bit saturation, and float32 rounding that puts an exact
+    step of hue on the other side), all within one step."""
+    vivid = np.array([[[255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 255, 0],
+                       [0, 255, 255], [255, 0, 255], [220, 40, 40],
+                       [128, 128, 128]]], dtype=np.uint8)
+    assert _hue_differences(vivid, pil=True).max() <= 1.0
+    assert _hue_differences(vivid, pil=False).max() >= 5.0
+    rgb = np.random.default_rng(0).integers(0, 256, (16, 16, 3),
+                                            dtype=np.uint8)
+    diff = _hue_differences(rgb, pil=True)
+    assert (diff > 2.0).mean() < 0.01 and diff.max() <= 7.0
 
 
 def test_colour_needs_rgb_for_saturation_and_hue():

@@ -1,11 +1,14 @@
 """Prior-matched Sinkhorn on 2 gloo ranks equals 1 rank on the whole batch."""
 import os
 
+import pytest
 import torch
 import torch.multiprocessing as mp
 
 from pmsn_mm.models.utils import distributed_sinkhorn
 from tests._dist import free_port, gloo_group
+
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
 WORLD_SIZE = 2
 LOCAL_BATCH = 5

@@ -23,6 +23,8 @@ from pmsn_mm.models.utils import (BatchAugmentPreprocessor, color_jitter,
 from pmsn_mm.models.utils.batch_augment import rotate_hue
 from pmsn_mm.utils.op_counter import OpCounter
 
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
+
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.dirname(
     osp.abspath(__file__)))))
 INAT18 = 'configs/pmsn/pmsn_vit-small-p16_32xb128-300e_inat18-power-law.py'
@@ -78,21 +80,31 @@ def count(pre: BatchAugmentPreprocessor, data: dict) -> OpCounter:
 
 
 def check_no_sync_and_fixed_ops(pre: BatchAugmentPreprocessor,
-                                batches: Dict[int, dict]) -> None:
+                                batches: Dict[int, dict]) -> int:
+    """0 host syncs and the same op count at every batch size; returns
+    the op count."""
     counters = {num: count(pre, data) for num, data in batches.items()}
     for num, counter in counters.items():
         assert counter.syncs == 0, f'batch {num}: {counter.summary()}'
     ops = {num: counter.ops for num, counter in counters.items()}
     assert len(set(ops.values())) == 1, f'op counts per batch size: {ops}'
+    return next(iter(ops.values()))
+
+
+#: Ops the views of MSN's 12 views may dispatch (973 before the
+#: stacked, table-driven colour chain and the one-convolution blur passes).
+MAX_INAT18_VIEW_OPS = 400
 
 
 def test_pmsn_inat18_views_need_no_host_sync():
     """MSN's 12 views (colour jitter in a random order per image, grayscale,
     blur) of a mixed-size padded batch: 0 host syncs, and the same number
-    of ops at batch 2 and 4."""
+    of ops at batch 2 and 4, at most ``MAX_INAT18_VIEW_OPS``."""
     pre = MODELS.build(preprocessor_cfg(INAT18))
     assert pre.num_views == 12
-    check_no_sync_and_fixed_ops(pre, {2: real_batch(2), 4: real_batch(4)})
+    ops = check_no_sync_and_fixed_ops(pre, {2: real_batch(2),
+                                            4: real_batch(4)})
+    assert ops <= MAX_INAT18_VIEW_OPS, ops
 
 
 def test_cpu_toy_views_need_no_host_sync():
@@ -149,25 +161,38 @@ def test_oversized_img_shape_is_refused_from_metadata():
 
 
 # ------------------------------------------- batched colour jitter, exact
+def pil_hue(x: torch.Tensor, factor: torch.Tensor) -> torch.Tensor:
+    """torchvision's ``adjust_hue`` of a PIL image, in float: kornia's HSV
+    with the hue stored as PIL does (``floor(255 h)``, h in turns), shifted
+    by ``int(255 factor)`` in uint8 arithmetic (wrapping at 256) and read
+    back as ``H / 255`` turns."""
+    from kornia.color import hsv_to_rgb, rgb_to_hsv
+    hue, sat, val = rgb_to_hsv(x).unbind(1)
+    steps = torch.floor(hue / (2 * math.pi) * 255.0)
+    steps = (steps + int(float(factor) * 255)) % 256
+    return hsv_to_rgb(torch.stack([steps / 255.0 * 2 * math.pi, sat, val],
+                                  1))
+
+
 def per_image_chain(images: torch.Tensor, params: dict) -> torch.Tensor:
     """Reference: each image alone through kornia's functionals in its
-    order, clipped after every step (the previous implementation)."""
+    order (hue on PIL's 8-bit circle, :func:`pil_hue`), clipped after every
+    step; images not jittered untouched."""
     from kornia.enhance import (adjust_brightness_accumulative,
                                 adjust_contrast_with_mean_subtraction,
-                                adjust_hue,
                                 adjust_saturation_with_gray_subtraction)
     ops = (adjust_brightness_accumulative,
            adjust_contrast_with_mean_subtraction,
-           adjust_saturation_with_gray_subtraction,
-           lambda x, f: adjust_hue(x, f * 2 * math.pi))
-    neutral = (1.0, 1.0, 1.0, 0.0)
+           adjust_saturation_with_gray_subtraction, pil_hue)
+    enabled = params['enabled']
     out = []
     for i in range(len(images)):
         x = images[i:i + 1] / 255.0
-        for op in params['order'][i].tolist():
-            factor = params['factors'][i, op]
-            if float(factor) != neutral[op]:
-                x = ops[op](x, factor[None]).clamp(0, 1)
+        if bool(params['apply'][i]):
+            for op in params['order'][i].tolist():
+                if enabled[op]:
+                    factor = params['factors'][i, op]
+                    x = ops[op](x, factor[None]).clamp(0, 1)
         out.append(x * 255.0)
     return torch.cat(out)
 
@@ -182,14 +207,17 @@ def per_image_chain(images: torch.Tensor, params: dict) -> torch.Tensor:
 def test_batched_jitter_is_each_images_own_chain(strengths: Sequence[float]):
     """Every subset of adjustments, each image in its own random order:
     the batched schedule (blend slots before and after the hue step)
-    equals the per-image chain to float rounding (< 0.01 grey levels);
-    images not jittered come back bit for bit."""
+    equals the per-image chain to float rounding (< 0.01 grey levels),
+    except where float rounding puts a hue on the other side of one of
+    PIL's 255 hue steps (at most one step, 6 levels; rare); images not
+    jittered come back bit for bit."""
     gen = torch.Generator().manual_seed(0)
     images = torch.rand(256, 3, 6, 6, generator=gen) * 255
     params = sample_color_params(256, *strengths, prob=0.8, generator=gen)
     out = color_jitter(images, params)
-    torch.testing.assert_close(out, per_image_chain(images, params),
-                               rtol=0, atol=1e-2)
+    diff = (out - per_image_chain(images, params)).abs()
+    assert (diff > 1e-2).float().mean() < 1e-3, diff.max()
+    assert diff.max() <= 6.0 + 1e-2
     kept = ~params['apply']
     assert torch.equal(out[kept], images[kept])
 
