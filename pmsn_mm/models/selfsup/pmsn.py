@@ -103,6 +103,10 @@ class PMSN(EagerUpdateTrainStepMixin, PrototypeEmbedMixin, EMATargetMixin,
                 'without patch tokens (ResNet, timm CNNs).')
         self.num_random_views = num_random_views
         self.mask_ratio = mask_ratio
+        # an instance attribute from the start: under compile=True the
+        # step's guards would otherwise see it appear after the first step
+        # and recompile the whole forward once
+        self._target_update_due = False
         # mmengine's EMA momentum weighs the *online* parameters
         self.target_net = LinearMomentumEMA(
             nn.Sequential(self.backbone, self.neck),

@@ -8,6 +8,13 @@ attribute 'items'`` while tracing AdamW's ``param_groups``). The step below is
 mmengine's ``BaseModel.train_step`` with the parameter update (backward,
 clipping, optimizer step, zero-grad) run eagerly; without ``compile`` it is
 the same computation.
+
+The views of every resolution (e.g. MSN's 224 and 96 px) pass the backbone
+inside the one compiled step, so the graphs have static shapes and are
+compiled once. Options go to ``torch.compile`` as they are
+(``compile=dict(mode='max-autotune')``, ``compile=dict(dynamic=False)`` to
+refuse symbolic shapes); MSN's patch-drop noise is drawn eagerly in any case
+(:func:`~pmsn_mm.models.utils.random_keep_indices`).
 """
 from typing import Dict, Union
 

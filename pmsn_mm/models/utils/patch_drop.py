@@ -6,7 +6,7 @@ Kept instead of ``timm.layers.PatchDropout``: it draws from the global RNG
 (no ``generator``), is a no-op in eval mode and keeps 1 patch where we raise.
 """
 import math
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 from torch import Tensor, nn
@@ -36,6 +36,54 @@ def num_kept_tokens(num_patches: int, mask_ratio: float) -> int:
     return int(math.floor(num_patches * (1.0 - mask_ratio)))
 
 
+def _draw_keep_indices(batch_size: int,
+                       num_tokens: int,
+                       num_keep: int,
+                       device: torch.device,
+                       generator: Optional[torch.Generator] = None) -> Tensor:
+    """The eager draw of :func:`random_keep_indices`."""
+    noise = torch.rand(
+        batch_size, num_tokens, device=device, generator=generator)
+    keep = noise.argsort(dim=1)[:, :num_keep]
+    return keep.sort(dim=1).values
+
+
+def _untraced_draw() -> Callable[..., Tensor]:
+    """:func:`_draw_keep_indices` (global generator) as an operator that
+    ``torch.compile`` does not trace.
+
+    A custom operator: one opaque node in the graph, sized by its fake
+    kernel (symbolic sizes included), that the compiled code runs eagerly;
+    no graph break. Tagged as seeded random, so the compiler never merges
+    two draws or recomputes one. Where custom operators take no tags
+    (torch < 2.8): ``torch.compiler.disable``, a graph break at the call.
+    """
+
+    def draw(batch_size: int, num_tokens: int, num_keep: int,
+             device: torch.device) -> Tensor:
+        return _draw_keep_indices(batch_size, num_tokens, num_keep, device)
+
+    try:
+        op = torch.library.custom_op(
+            'pmsn_mm::random_keep_indices',
+            mutates_args=(),
+            tags=(torch.Tag.nondeterministic_seeded, ))(draw)
+    except (AttributeError, TypeError):  # torch < 2.8
+        return torch.compiler.disable(draw)
+
+    @op.register_fake
+    def _(batch_size, num_tokens, num_keep, device):
+        return torch.empty(
+            batch_size, num_keep, dtype=torch.long, device=device)
+
+    return op
+
+
+_draw_untraced = _untraced_draw()
+# a generator is no operator argument: that draw is a graph break instead
+_draw_untraced_with_generator = torch.compiler.disable(_draw_keep_indices)
+
+
 def random_keep_indices(batch_size: int,
                         num_tokens: int,
                         num_keep: int,
@@ -44,7 +92,12 @@ def random_keep_indices(batch_size: int,
     """Draw ``num_keep`` distinct token indices per sample, independently.
 
     Indices are the first ``num_keep`` of the argsort of uniform noise, then
-    sorted so kept tokens keep their original order.
+    sorted so kept tokens keep their original order. Under ``torch.compile``
+    the draw is not traced (an opaque operator, no graph break): the
+    compiled step draws the same numbers from torch's generator as the eager
+    one, with concrete sizes (inductor's own random numbers would bypass
+    the generator's resumed state, and tracing ``torch.rand`` with the
+    symbolic sizes of a second resolution failed on torch 2.11 / CUDA).
 
     Args:
         batch_size: B.
@@ -56,10 +109,10 @@ def random_keep_indices(batch_size: int,
     Returns:
         LongTensor of shape (B, num_keep), ascending along dim 1.
     """
-    noise = torch.rand(
-        batch_size, num_tokens, device=device, generator=generator)
-    keep = noise.argsort(dim=1)[:, :num_keep]
-    return keep.sort(dim=1).values
+    if generator is not None:
+        return _draw_untraced_with_generator(batch_size, num_tokens,
+                                             num_keep, device, generator)
+    return _draw_untraced(batch_size, num_tokens, num_keep, device)
 
 
 def drop_patch_tokens(tokens: Tensor,
