@@ -89,3 +89,82 @@ def test_update_used_prototypes_shape_error():
 def test_validation_errors(p, q, match):
     with pytest.raises(ValueError, match=match):
         prior_diagnostics(p, q)
+
+
+# ------------------------------------------- assignments of labelled samples
+# rows are permutations of (.7, .2, .1): argmax prototypes [0, 0, 2, 1]
+PROBS = torch.tensor([[.7, .2, .1], [.7, .2, .1], [.1, .2, .7],
+                      [.1, .7, .2]])
+
+
+def _entropy(p):
+    return -sum(x * math.log(x) for x in p if x > 0)
+
+
+def test_assignment_stats_by_hand():
+    import numpy as np
+
+    from pmsn_mm.evaluation.functional.prior_diagnostics import \
+        assignment_stats
+    labels = dict(digit=np.array([0, 0, 1, 1]),  # a function of the argmax
+                  noise=np.array([0, 1, 0, 1]))  # half determined
+    prior = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
+    stats = assignment_stats(PROBS, prior, labels)
+    # NMI = 2 I / (H(argmax) + H(label)); digit: I = H(digit) = ln 2,
+    # H(argmax) = 1.5 ln 2 -> 2 / 2.5; noise: only the two samples of
+    # prototype 0 leave it open, I = ln 2 - 0.5 ln 2 -> 1 / 2.5
+    assert stats['nmi_digit'] == pytest.approx(0.8)
+    assert stats['nmi_noise'] == pytest.approx(0.4)
+    assert stats['usage_sorted'] == pytest.approx([0.5, 0.25, 0.25])
+    assert stats['num_used'] == 3
+    mean = [0.4, 0.325, 0.275]  # column means of PROBS
+    assert stats['mean_probs_sorted'] == pytest.approx(mean)
+    assert stats['prior_sorted'] == pytest.approx([0.5, 0.3, 0.2])
+    assert stats['mean_anchor_entropy'] == pytest.approx(
+        _entropy([.7, .2, .1]))
+    assert stats['mean_probs_entropy'] == pytest.approx(_entropy(mean))
+    assert stats['kl_mean_probs_prior'] == pytest.approx(
+        sum(p * math.log(p / q) for p, q in zip(mean, [.5, .3, .2])))
+    assert stats['kl_usage_prior'] == pytest.approx(
+        sum(p * math.log(p / q)
+            for p, q in zip([.5, .25, .25], [.5, .3, .2])))
+
+
+def test_assignment_stats_sorts_usage_against_the_sorted_prior():
+    from pmsn_mm.evaluation.functional.prior_diagnostics import \
+        assignment_stats
+
+    # every sample on prototype 2, the prior's smallest entry
+    probs = torch.tensor([[0.1, 0.1, 0.8]] * 3)
+    stats = assignment_stats(probs, torch.tensor([0.6, 0.3, 0.1]))
+    assert stats['usage_sorted'] == [1.0, 0.0, 0.0]
+    assert stats['num_used'] == 1
+    assert stats['kl_usage_prior'] == pytest.approx(math.log(1 / 0.6))
+    assert not any(k.startswith('nmi_') for k in stats)
+
+
+def test_assignment_stats_validation():
+    import numpy as np
+
+    from pmsn_mm.evaluation.functional.prior_diagnostics import \
+        assignment_stats
+    with pytest.raises(ValueError, match="label 'digit' has 3 entries"):
+        assignment_stats(PROBS, torch.full((3, ), 1 / 3),
+                         dict(digit=np.zeros(3, dtype=int)))
+    with pytest.raises(ValueError, match='non-empty'):
+        assignment_stats(torch.zeros(0, 3), torch.full((3, ), 1 / 3))
+    with pytest.raises(ValueError, match='mean_probs has 3 entries'):
+        assignment_stats(PROBS, torch.full((4, ), 1 / 4))
+
+
+def test_collapse_indicator_by_hand():
+    from pmsn_mm.evaluation.functional.prior_diagnostics import \
+        collapse_indicator
+
+    # normalised rows e1, e1, e2, e2: per-dimension values (1, 1, 0, 0),
+    # unbiased std sqrt(1/3), times sqrt(D = 2)
+    z = torch.tensor([[2., 0], [3, 0], [0, 1], [0, 5]])
+    assert collapse_indicator(z) == pytest.approx(math.sqrt(2 / 3))
+    assert collapse_indicator(torch.tensor([[1., 2]] * 5)) == 0
+    with pytest.raises(ValueError, match='N >= 2'):
+        collapse_indicator(torch.ones(1, 4))

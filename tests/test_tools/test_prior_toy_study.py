@@ -1,28 +1,25 @@
-"""tools/analysis_tools/prior_toy_study.py runs end to end on a tiny setting."""
-import importlib.util
+"""tools/analysis_tools/prior_toy_study.py runs end to end on a tiny setting:
+one run after another in this process, and several runs sharing the device
+as processes of their own (the paper-scale command, shrunk)."""
 import json
 import os.path as osp
 
+import matplotlib.image
 import numpy as np
 import pytest
 
-from tests._configs import CONFIGS, REPO
+from tests._configs import CONFIGS
+from tests._tools import load_tool
+
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
 CONFIG = osp.join(CONFIGS, 'pmsn',
                   'pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py')
+PAPER = osp.join(CONFIGS, 'pmsn',
+                 'pmsn_vit-tiny-p4_1xb1024-300e_shapes-digits-power-law.py')
 PNG_HEADER = b'\x89PNG\r\n\x1a\n'
 
-
-def _load_tool():
-    spec = importlib.util.spec_from_file_location(
-        'prior_toy_study',
-        osp.join(REPO, 'tools', 'analysis_tools', 'prior_toy_study.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-study = _load_tool()
+study = load_tool('tools/analysis_tools/prior_toy_study.py')
 TINY = [
     'train_dataloader.batch_size=16',
     'train_dataloader.dataset.num_samples=64',
@@ -41,7 +38,7 @@ def test_study_end_to_end(tmp_path, capsys):
         '2', '--curve-samples', '50', '--k', '5', '--num-refs', '3',
         '--num-neighbors', '4', '--work-dir',
         str(tmp_path), '--kl-directions', 'forward', 'reverse',
-        '--cfg-options', *TINY
+        '--estimate-iters', '1', '--cfg-options', *TINY
     ])
     # one progress bar over the 2 priors x 2 directions x 2 seeds runs
     err = capsys.readouterr().err
@@ -210,3 +207,84 @@ def test_quick_check_settings():
     assert args.data_options == ['num_samples=64', 'digit_size=12']
     plain = study.parse_args([CONFIG])
     assert plain.seeds == [0, 1, 2] and plain.max_iters is None
+
+
+def test_runs_sharing_the_device_end_to_end(tmp_path, capsys):
+    """The paper-scale command, shrunk: both priors as 2 processes sharing
+    the CPU, the estimate printed before any run starts, the figures and
+    the table."""
+    out = study.main([
+        PAPER, '--runs-per-device', '2', '--device', 'cpu', '--seeds', '0',
+        '--max-iters', '3', '--estimate-iters', '2', '--curve-samples', '50',
+        '--k', '5', '--num-refs', '2', '--num-neighbors', '3',
+        '--work-dir', str(tmp_path), '--cfg-options', *TINY
+    ])
+    printed = capsys.readouterr().out
+    estimate = printed.index('[toy study] estimate on cpu')
+    starts = [printed.index(f'[toy study] started {p} seed 0')
+              for p in ('power-law', 'uniform')]
+    assert estimate < min(starts)
+    # measured step x 3 iterations x 1 wave (2 runs, 2 at a time)
+    est = out['estimate']
+    assert (est['iters'], est['runs'], est['runs_per_device']) == (3, 2, 2)
+    assert est['step_seconds'] > 0
+    assert est['seconds'] == pytest.approx(est['step_seconds'] * 3)
+    assert f'{est["step_seconds"] * 1e3:.1f} ms per step x 3 iterations ' \
+        'x 1 waves (2 runs, 2 at a time)' in printed[estimate:]
+    # each run trained in its own process, with its own log
+    for prior in ('power-law', 'uniform'):
+        log = (tmp_path / prior / 'seed0' / 'study.log').read_text()
+        assert 'Saving checkpoint at 3 iterations' in log
+        run = out['runs'][prior][0]
+        assert run['prior'] == prior
+        assert [p['iter'] for p in run['curve']] == [0, 1, 2, 3]
+        assert 0 <= run['knn_digit_backbone'] <= 100
+    for name in ('fig3_power-law', 'fig3_uniform', 'curves_power-law',
+                 'curves_uniform'):
+        image = matplotlib.image.imread(str(tmp_path / f'{name}.png'))
+        assert image.ndim == 3 and image.std() > 0
+    table = (tmp_path / 'table.md').read_text()
+    rows = [line.split(' | ')[0] for line in table.splitlines()[2:]]
+    assert rows == ['| untrained encoder', '| power-law', '| uniform']
+    np.testing.assert_allclose(out['runs']['uniform'][0]['prior_sorted'],
+                               np.full(10, 0.1))
+
+
+def test_estimate_arithmetic_with_a_fake_step(tmp_path, capsys,
+                                              monkeypatch):
+    """step x iterations x runs / runs-per-device (rounded up to whole
+    waves): the paper config has 300 epochs x (50,000 // 1,024 = 48)
+    iterations; 2 priors x 3 seeds in waves of 3 (then of 4)."""
+    assert study.estimate_seconds(0.02, 14400, 6, 3) == pytest.approx(576)
+    assert study.estimate_seconds(0.02, 14400, 6, 4) == pytest.approx(576)
+    assert study.estimate_seconds(0.02, 14400, 6, 6) == pytest.approx(288)
+    assert study.estimate_seconds(0.02, 100, 1, 3) == pytest.approx(2)
+    monkeypatch.setattr(study, 'measure_step_seconds', lambda args: 0.25)
+    out = study.main([PAPER, '--runs-per-device', '3', '--device', 'cpu',
+                      '--estimate-only', '--work-dir', str(tmp_path)])
+    assert out['estimate']['seconds'] == 0.25 * 14400 * 2 == 7200
+    printed = capsys.readouterr().out
+    assert '250.0 ms per step x 14400 iterations x 2 waves (6 runs, 3 at a ' \
+        'time) = 7200.0 s = 120.0 min' in printed
+    assert '(one at a time: 360.0 min)' in printed
+    # nothing trained
+    assert not osp.exists(tmp_path / 'power-law')
+    assert not osp.exists(tmp_path / 'results.json')
+
+
+def test_device_and_runs_per_device_are_checked(tmp_path):
+    with pytest.raises(SystemExit, match="--device must be 'cpu', 'cuda'"):
+        study.main([CONFIG, '--device', 'tpu', '--estimate-only',
+                    '--work-dir', str(tmp_path)])
+    with pytest.raises(SystemExit):
+        study.parse_args([CONFIG, '--runs-per-device', '0'])
+    assert study.parse_args([CONFIG]).device == 'auto'
+    assert study.parse_args([CONFIG, '--quick']).estimate_iters == 1
+    # --amp: bfloat16 autocast through the project's wrapper; --quick: a
+    # small batch for the paper config
+    cfg = study.make_config(study.parse_args([PAPER, '--amp', '--quick']),
+                            'uniform', 'forward', 0)
+    assert cfg.optim_wrapper.type == 'DeviceAwareAmpOptimWrapper'
+    assert cfg.train_dataloader.batch_size == 32
+    assert cfg.work_dir == osp.join('work_dirs', 'prior_toy_study',
+                                    'uniform', 'seed0')

@@ -1,0 +1,268 @@
+"""Follow the argmax prototypes of fixed labelled images during training."""
+import json
+import os.path as osp
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import torch
+from mmengine.dataset import default_collate
+from mmengine.dist import is_main_process
+from mmengine.hooks import Hook
+from mmpretrain.registry import HOOKS
+from mmpretrain.utils import get_ori_model
+from torch import Tensor, nn
+from torch.utils.data import DataLoader, Dataset, Subset
+
+from pmsn_mm.evaluation.functional.features import sample_label
+from pmsn_mm.evaluation.functional.prior_diagnostics import (
+    assignment_stats, collapse_indicator)
+from pmsn_mm.utils.validation import check_int
+
+PREFIX = 'prototype_assignment/'
+
+
+@torch.no_grad()
+def labelled_inputs(model: nn.Module,
+                    dataset: Dataset,
+                    labels: Optional[Mapping[str, str]] = None,
+                    num_samples: Optional[int] = None,
+                    batch_size: int = 256
+                    ) -> Tuple[Tensor, Dict[str, np.ndarray]]:
+    """Un-augmented pre-processed images of a dataset and their labels.
+
+    Each batch goes through ``model.data_preprocessor(batch, False)`` (the
+    evaluation path: normalised, no views; the first tensor when it returns
+    a list), so the images are on the model's device. The global RNG is
+    not used.
+
+    Args:
+        model: The model whose pre-processor normalises the images.
+        dataset: A dataset whose pipeline packs ``inputs`` and the labels.
+        labels: ``{name: data-sample field}`` to collect (see
+            :func:`~pmsn_mm.evaluation.functional.sample_label`), e.g.
+            ``dict(digit='digit_label')``. Defaults to none.
+        num_samples: Keep the first ``num_samples`` samples, at most
+            ``len(dataset)``. Defaults to None (all).
+        batch_size: Images per pre-processor call. Defaults to 256.
+
+    Returns:
+        Tensor of shape (N, C, H, W) and ``{name: int array of shape
+        (N,)}``.
+    """
+    if num_samples is not None:
+        check_int('num_samples', num_samples, 1, len(dataset))
+        dataset = Subset(dataset, range(num_samples))
+    # a generator of its own: the loader's seed draw leaves the global RNG
+    # (and so the training run) untouched
+    loader = DataLoader(dataset, batch_size=batch_size, shuffle=False,
+                        collate_fn=default_collate,
+                        generator=torch.Generator())
+    labels = dict(labels or {})
+    inputs, values = [], {name: [] for name in labels}
+    for batch in loader:
+        x = model.data_preprocessor(batch, False)['inputs']
+        inputs.append(x[0] if isinstance(x, (list, tuple)) else x)
+        for name, key in labels.items():
+            values[name] += [sample_label(s, key)
+                             for s in batch['data_samples']]
+    return torch.cat(inputs), {
+        k: np.asarray(v, dtype=np.int64) for k, v in values.items()
+    }
+
+
+@torch.no_grad()
+def embed_inputs(model: nn.Module,
+                 inputs: Tensor,
+                 stages: Sequence[str] = ('backbone', 'neck', 'probs'),
+                 target: bool = False,
+                 batch_size: int = 500) -> Dict[str, Tensor]:
+    """``model.embed`` of pre-processed images, batch by batch.
+
+    Args:
+        model: A prototype model (PMSN, PSwAV), in the mode wanted.
+        inputs: Tensor of shape (N, C, H, W).
+        stages: Stages of :meth:`PrototypeEmbedMixin.embed`.
+        target: The EMA target encoder; models without one (PSwAV) use the
+            online encoder. Defaults to False.
+        batch_size: Images per forward. Defaults to 500.
+
+    Returns:
+        ``{stage: float32 CPU tensor of shape (N, D)}``.
+    """
+    target = target and hasattr(model, 'target_net')
+    outs = [
+        model.embed(inputs[s:s + batch_size], target=target, stages=stages)
+        for s in range(0, len(inputs), batch_size)
+    ]
+    return {k: torch.cat([o[k] for o in outs]).float().cpu() for k in stages}
+
+
+def brightness_deciles(inputs: Tensor) -> np.ndarray:
+    """Decile (0-9) of each image's mean intensity: a nuisance label.
+
+    Args:
+        inputs: Tensor of shape (N, C, H, W).
+
+    Returns:
+        Int array of shape (N,).
+    """
+    mean = inputs.detach().double().flatten(1).mean(dim=1).cpu().numpy()
+    return np.searchsorted(np.quantile(mean, np.linspace(0.1, 0.9, 9)), mean)
+
+
+@HOOKS.register_module()
+class PrototypeAssignmentHook(Hook):
+    """Which labels the prototypes follow, on fixed images, during training.
+
+    Where :class:`PrototypeUsageHook` reads the training batches' statistics
+    from the head, this hook runs its own forward passes on a fixed set of
+    labelled, un-augmented images: before training and every ``interval``
+    iterations it embeds them with the online encoder (and the EMA target
+    encoder of models that have one) in eval mode and records a point:
+
+    - ``nmi_<name>`` / ``target_nmi_<name>``: NMI of the argmax prototype
+      (online / target) with each label;
+    - ``mean_anchor_entropy`` (mean ``H(p_i)``), ``mean_probs_entropy``
+      (``H(p̄)``), ``kl_mean_probs_prior`` (online);
+    - ``anchor_usage_sorted`` / ``target_usage_sorted`` and
+      ``num_used_anchor`` / ``num_used_target``: argmax usage;
+    - ``collapse_indicator`` of the online projector embeddings (1
+      isotropic, 0 collapsed) and ``prior_tau`` for power-law priors.
+
+    Points are kept in :attr:`points`, written (all of them, after each) to
+    ``<work_dir>/<out_file>`` and their numbers sent to the visualizer as
+    ``prototype_assignment/<key>``. The images stay on the device for the
+    whole run, so keep the set small (a few thousand toy images). The main
+    process computes and writes; statistics: :func:`~pmsn_mm.evaluation.
+    functional.prior_diagnostics.assignment_stats`.
+
+    Args:
+        dataset: A dataset or its config; its pipeline packs ``inputs`` and
+            the label fields.
+        labels: ``{name: data-sample field}``, e.g.
+            ``dict(digit='digit_label')``. Defaults to none.
+        num_samples: Use the first ``num_samples`` images (<= the dataset's
+            length). Defaults to None (all).
+        interval: Record every ``interval`` training iterations, >= 1.
+            Defaults to 100.
+        brightness: Also a ``brightness`` label, the decile of each image's
+            mean intensity (a nuisance check). Defaults to False.
+        out_file: JSON file, relative to ``runner.work_dir`` unless
+            absolute. Defaults to ``'prototype_assignments.json'``.
+    """
+
+    priority = 'LOW'
+
+    def __init__(self,
+                 dataset: Union[dict, Dataset],
+                 labels: Optional[Mapping[str, str]] = None,
+                 num_samples: Optional[int] = None,
+                 interval: int = 100,
+                 brightness: bool = False,
+                 out_file: str = 'prototype_assignments.json') -> None:
+        self.dataset = dataset
+        self.labels = dict(labels or {})
+        self.num_samples = num_samples
+        self.interval = check_int('interval', interval, 1)
+        self.brightness = brightness
+        self.out_file = out_file
+        self.points: List[dict] = []
+        self._inputs: Optional[Tensor] = None
+        self._label_values: Dict[str, np.ndarray] = {}
+
+    @staticmethod
+    def _model(runner) -> nn.Module:
+        model = get_ori_model(runner.model)
+        if not (hasattr(model, 'embed') and hasattr(
+                getattr(model, 'head', None), 'prior')):
+            raise AttributeError(
+                'PrototypeAssignmentHook needs a prototype model with embed '
+                'and a head that owns a prior (PMSN, PSwAV); got '
+                f'{type(model).__name__}.')
+        return model
+
+    def before_train(self, runner) -> None:
+        model = self._model(runner)
+        self.points = []
+        if not is_main_process():
+            return
+        dataset = self.dataset
+        if isinstance(dataset, dict):
+            from mmpretrain.registry import DATASETS
+            dataset = DATASETS.build(dataset)
+        self._inputs, self._label_values = labelled_inputs(
+            model, dataset, self.labels, self.num_samples)
+        if self.brightness:
+            self._label_values['brightness'] = brightness_deciles(
+                self._inputs)
+        self._record(runner, 0)
+
+    def after_train_iter(self,
+                         runner,
+                         batch_idx: int,
+                         data_batch: Optional[dict] = None,
+                         outputs: Optional[dict] = None) -> None:
+        if self.every_n_train_iters(runner, self.interval):
+            self._record(runner, runner.iter + 1)
+
+    def compute_point(self, model: nn.Module, iteration: int) -> dict:
+        """The statistics of the fixed images under ``model`` now.
+
+        Args:
+            model: The prototype model (restored to its mode after).
+            iteration: Stored as ``iter``.
+
+        Returns:
+            The point (see the class docstring).
+        """
+        was_training = model.training
+        model.eval()
+        online = embed_inputs(model, self._inputs, ('neck', 'probs'))
+        target = embed_inputs(model, self._inputs, ('probs', ),
+                              target=True)['probs']
+        model.train(was_training)
+        prior = model.head.prior
+        on = assignment_stats(online['probs'], prior.probs,
+                              self._label_values)
+        tg = assignment_stats(target, prior.probs, self._label_values)
+        point = dict(iter=iteration)
+        for name in self._label_values:
+            point[f'nmi_{name}'] = on[f'nmi_{name}']
+            point[f'target_nmi_{name}'] = tg[f'nmi_{name}']
+        point.update({
+            k: on[k]
+            for k in ('mean_anchor_entropy', 'mean_probs_entropy',
+                      'kl_mean_probs_prior')
+        })
+        point.update(
+            anchor_usage_sorted=on['usage_sorted'],
+            target_usage_sorted=tg['usage_sorted'],
+            num_used_anchor=on['num_used'],
+            num_used_target=tg['num_used'],
+            collapse_indicator=collapse_indicator(online['neck']))
+        if getattr(prior, 'tau', None) is not None:
+            point['prior_tau'] = float(prior.tau)
+        return point
+
+    def _record(self, runner, iteration: int) -> None:
+        if not is_main_process():
+            return
+        point = self.compute_point(self._model(runner), iteration)
+        self.points.append(point)
+        runner.visualizer.add_scalars(
+            {
+                PREFIX + k: float(v)
+                for k, v in point.items()
+                if k != 'iter' and isinstance(v, (int, float))
+            },
+            step=iteration)
+        path = osp.join(runner.work_dir, self.out_file)
+        with open(path, 'w') as f:
+            json.dump(self.points, f, indent=1)
+        nmi = ', '.join(f'{k[4:]} {v:.3f}' for k, v in point.items()
+                        if k.startswith('nmi_'))
+        runner.logger.info(
+            f'prototype assignments at iter {iteration}: NMI {nmi}; '
+            f'H(p_i) {point["mean_anchor_entropy"]:.3f}, H(p̄) '
+            f'{point["mean_probs_entropy"]:.3f}, used '
+            f'{point["num_used_anchor"]}/{point["num_used_target"]}')
