@@ -19,9 +19,7 @@ from typing import List, Optional
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from pmsn_mm.recipes.paper_quotes import (QUOTES_FILE,  # noqa: E402
-                                          build_quote_index,
-                                          dump_quote_index)
+from pmsn_mm.recipes import paper_quotes  # noqa: E402
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -31,11 +29,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument('--check', action='store_true',
                         help='verify the file instead of writing it')
     args = parser.parse_args(argv)
-    target = osp.join(args.repo, QUOTES_FILE)
+    target = osp.join(args.repo, paper_quotes.QUOTES_FILE)
     try:
-        text = dump_quote_index(
-            build_quote_index(args.paper,
-                              osp.join(args.repo, 'configs', 'recipes')))
+        recipes = osp.join(args.repo, 'configs', 'recipes')
+        text = paper_quotes.dump_quote_index(
+            paper_quotes.build_quote_index(args.paper, recipes))
     except ValueError as err:
         print(err, file=sys.stderr)
         return 1

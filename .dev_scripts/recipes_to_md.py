@@ -80,7 +80,7 @@ def section(name: str, repos: Dict[str, dict]) -> List[str]:
                  {**(own.get('values') or {}),
                   **(own.get('deviations') or {})}.items()]
         out.append(f'- `{config}`' + (f' ({"; ".join(extra)})'
-                                       if extra else ''))
+                                      if extra else ''))
     out += ['']
     absent = {k.split('.')[1] for k, e in data['values'].items()
               if k.startswith('views.') and k.endswith('.num')

@@ -1,11 +1,14 @@
+# isort: skip_file  (the warning filter must precede the imports it guards)
 """pmsn_mm: Prior Matching for Siamese Networks on the OpenMMLab stack.
 
 Importing this package registers every pmsn_mm module into mmpretrain's
 registries (``MODELS``, ``DATASETS``, ``DATA_SAMPLERS``, ``HOOKS``,
 ``TRANSFORMS``, ``METRICS``, ...), so that any mmpretrain config can use them
-after ``custom_imports = dict(imports=['pmsn_mm'], allow_failed_imports=False)``.
+after ``custom_imports = dict(imports=['pmsn_mm'],
+allow_failed_imports=False)``.
 It also allow-lists the exact non-tensor types that mmengine training
-checkpoints contain, so ``--resume`` works with ``torch.load(weights_only=True)``,
+checkpoints contain, so ``--resume`` works with
+``torch.load(weights_only=True)``,
 registers the ``'atomic_local'`` file backend (atomic checkpoint writes), and
 makes the registered pmsn_mm classes refuse unknown config keys with the
 valid keys listed (:mod:`pmsn_mm.utils.config_keys`), and registers the

@@ -9,7 +9,8 @@ where it exceeded it), 2 iterations (``max_iters`` or one epoch of 2
 batches), no dataloader workers, and small in-memory toy sets and kNN
 banks. The pipeline, views, sampler type, algorithm, head, loss, prior,
 hooks and optimizer wrapper stay the config's own (the AMP configs'
-``DeviceAwareAmpOptimWrapper`` trains with bfloat16 autocast on the CPU). Data is read from ``data/`` under the working directory,
+``DeviceAwareAmpOptimWrapper`` trains with bfloat16 autocast on the CPU).
+Data is read from ``data/`` under the working directory,
 where the configs' ``data_root`` settings look (written by
 ``make_sample_data``).
 """
@@ -22,8 +23,8 @@ import numpy as np
 import torch
 from mmengine.config import Config, ConfigDict
 from mmengine.registry import init_default_scope
-
 from mmpretrain.registry import DATASETS, MODELS
+
 from tests._configs import CONFIGS
 
 #: Every runnable config (the ``_base_`` fragments are not).

@@ -41,6 +41,7 @@ def write_config(tmp_path, text: str = TINY_CLASSIFIER,
         f.write(text)
     return path
 
+
 # PMSN with everything that draws random numbers: a per-sample random
 # transform (numpy), the batched views of BatchAugmentPreprocessor (torch),
 # patch-drop masks (mask_ratio > 0), the class-stratified sampler; and

@@ -5,8 +5,8 @@ from typing import Dict, Optional
 import torch
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
-
 from mmpretrain.registry import MODELS
+
 from tests._configs import CONFIGS
 
 BENCHMARKS = osp.join(CONFIGS, 'pmsn', 'benchmarks')

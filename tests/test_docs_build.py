@@ -21,6 +21,8 @@ import pytest
 
 from tests._configs import REPO
 
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
+
 #: The pages the docs must have (issue 27): file name -> what it is.
 PAGES = {
     'index': 'landing page',

@@ -111,6 +111,8 @@ from tests._config_runs import shrink
 from tests._configs import REPO
 from tests._tools import load_tool
 
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
+
 #: The documents whose commands run, README first, then the documentation
 #: pages (their trainings feed the config READMEs through the reuse of
 #: identical invocations).
@@ -410,7 +412,7 @@ def _files(tree: str) -> Dict[str, int]:
     for top, dirs, files in os.walk(tree):
         if top == tree:
             dirs[:] = [d for d in dirs if d not in ('tools', 'configs',
-                                                     'data')]
+                                                    'data')]
         for name in files:
             path = osp.join(top, name)
             found[osp.relpath(path, tree)] = os.lstat(path).st_mtime_ns

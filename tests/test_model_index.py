@@ -24,6 +24,8 @@ from pmsn_mm.datasets.sample_data import make_sample_data
 from pmsn_mm.utils.model_index import model_index_root, register_model_index
 from tests._configs import CONFIGS, REPO
 
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
+
 PRETRAINING = sorted(
     osp.relpath(p, REPO)
     for p in glob.glob(osp.join(CONFIGS, '**', '*.py'), recursive=True)

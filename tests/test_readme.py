@@ -17,8 +17,8 @@ def _readme_commands():
 
 
 def test_ci_runs_the_readme_test_command():
-    ci_lines = [l for l in _read('.ci', 'run').splitlines()
-                if l and not l.startswith('#')]
+    ci_lines = [line for line in _read('.ci', 'run').splitlines()
+                if line and not line.startswith('#')]
     test_cmd = ci_lines[-1]
     assert 'pytest' in test_cmd
     assert test_cmd in _readme_commands()

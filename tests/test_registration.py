@@ -4,7 +4,11 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from tests._configs import REPO
+
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
 CONFIG = """
 _base_ = 'mmpretrain::_base_/default_runtime.py'

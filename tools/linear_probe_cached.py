@@ -36,14 +36,14 @@ from mmengine.model import BaseModel
 from mmengine.optim import build_optim_wrapper
 from mmengine.registry import init_default_scope
 from mmengine.runner import Runner
+from mmpretrain.registry import MODELS
+from mmpretrain.structures import DataSample
 from torch import Tensor, nn
 from torch.nn.modules.batchnorm import _BatchNorm
 from torch.utils.data import Dataset
 
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
 from pmsn_mm.evaluation.functional import extract_features
-from mmpretrain.registry import MODELS
-from mmpretrain.structures import DataSample
 
 #: Transforms whose output depends only on their input (allow-list; anything
 #: else, e.g. RandomResizedCrop or RandomFlip, is refused).

@@ -24,9 +24,9 @@ from mmengine.config import Config, DictAction
 from mmengine.model import is_model_wrapper
 from mmengine.runner import Runner
 from mmengine.runner.checkpoint import CheckpointLoader
+from mmpretrain.registry import RUNNERS
 
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
-from mmpretrain.registry import RUNNERS
 from pmsn_mm.upstream_notes import unused_checkpoint_keys_unlisted
 from pmsn_mm.utils import (end_distributed, exit_after_distributed_run,
                            setup_cpu_distributed)

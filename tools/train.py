@@ -22,16 +22,15 @@ from mmengine.config import Config, DictAction
 from mmengine.hooks import Hook
 from mmengine.logging import print_log
 from mmengine.runner import Runner
+from mmpretrain.registry import RUNNERS
 
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
-from mmpretrain.registry import RUNNERS
 from pmsn_mm.datasets.non_empty import check_has_batches
 from pmsn_mm.engine.hooks import WorkDirOverwriteHook
 from pmsn_mm.engine.optimizers import amp_device_available
 from pmsn_mm.upstream_notes import MMEngineFileClientNotes
 from pmsn_mm.utils import (end_distributed, exit_after_distributed_run,
                            prepare_work_dir, setup_cpu_distributed)
-
 
 #: Wrappers ``--amp`` replaces with ``DeviceAwareAmpOptimWrapper``.
 AMP_CAPABLE = ('OptimWrapper', 'AmpOptimWrapper',

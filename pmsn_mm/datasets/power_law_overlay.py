@@ -1,4 +1,5 @@
-"""Toy dataset of paper §5.1 / Fig. 3: power-law digits over uniform backgrounds."""
+"""Toy dataset of paper §5.1 / Fig. 3: power-law digits over uniform
+backgrounds."""
 import os.path as osp
 from typing import List, Optional, Sequence, Tuple
 
@@ -99,9 +100,10 @@ class PowerLawOverlayDataset(NonEmptyDatasetMixin, BaseDataset):
       semantic background of the faithful toy (an untrained encoder is
       near chance on it; ``shape_options`` narrows their within-class
       variation); ``'noise'``, grey level plus pixel noise and no object
-      (one background class: the digit-only control); or ``'skimage'``, random square crops of 10
-      photographs shipped with scikit-image (:data:`SKIMAGE_PHOTOS`), which
-      an untrained encoder already separates (kept for the older configs);
+      (one background class: the digit-only control); or ``'skimage'``,
+      random square crops of 10 photographs shipped with scikit-image
+      (:data:`SKIMAGE_PHOTOS`), which an untrained encoder already
+      separates (kept for the older configs);
     - real data, read from disk with mmpretrain's classes (never downloaded):
       ``background_source='cifar10'`` reads
       ``background_root/cifar-10-batches-py/`` (grayscaled CIFAR-10, each image
@@ -295,8 +297,9 @@ class PowerLawOverlayDataset(NonEmptyDatasetMixin, BaseDataset):
         pool = [np.flatnonzero(digit_labels_all == d) for d in range(10)]
         for d in range(10):
             if len(pool[d]) == 0:
-                raise ValueError(f'digit source {self.digit_source!r} has no '
-                                 f'image of digit {d} in split {self.split!r}.')
+                raise ValueError(
+                    f'digit source {self.digit_source!r} has no image of '
+                    f'digit {d} in split {self.split!r}.')
         which = np.empty(num, dtype=np.int64)
         for d in range(10):
             rows = np.flatnonzero(digit_labels == d)

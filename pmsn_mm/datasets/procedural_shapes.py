@@ -72,7 +72,8 @@ def _class_mask(k: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
         np.sin(np.pi * u / 0.4) * np.sin(np.pi * v / 0.4) > 0)
 
 
-def _shape_masks(label: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+def _shape_masks(label: np.ndarray, u: np.ndarray,
+                 v: np.ndarray) -> np.ndarray:
     """Inside-the-object masks in object coordinates (radius 1); each image
     is tested against its own class's shape only.
 

@@ -1,3 +1,3 @@
 """Models: algorithms, backbones, necks, heads, losses and cluster priors."""
-from . import (backbones, heads, losses, necks, priors,  # noqa: F401
-               selfsup, utils)
+from . import (backbones, heads, losses, necks, priors, selfsup,  # noqa: F401
+               utils)

@@ -1,4 +1,5 @@
-"""Safe resume: allow-list exactly the non-tensor types of mmengine checkpoints.
+"""Safe resume: allow-list exactly the non-tensor types of mmengine
+checkpoints.
 
 Since torch 2.6, ``torch.load`` defaults to ``weights_only=True``, which
 refuses every global that is not explicitly allow-listed. mmengine 0.10.x

@@ -28,8 +28,8 @@ from mmengine.registry import init_default_scope
 from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
 
-from .recipe import (_NAME_BATCH, _round, quiet_current_logger,
-                     same_value, scheduler_curves)
+from .recipe import (_NAME_BATCH, _round, quiet_current_logger, same_value,
+                     scheduler_curves)
 
 #: Transforms that read or pack data and change no pixel.
 _NO_PIXELS = ('LoadImageFromFile', 'PackInputs')

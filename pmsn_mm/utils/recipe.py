@@ -346,7 +346,8 @@ def _schedules(cfg: Config, optimizer: torch.optim.Optimizer,
                                        total_iters, iters_per_epoch)
     out: Dict[str, Any] = dict(
         lr=_round(max(lrs)), warmup_start_lr=_round(lrs[0]),
-        warmup_epochs=0, lr_schedule='constant', final_lr=None, lr_schedule_epochs=None,
+        warmup_epochs=0, lr_schedule='constant', final_lr=None,
+        lr_schedule_epochs=None,
         weight_decay=_round(wds[0]), weight_decay_end=_round(wds[0]),
         weight_decay_schedule='constant', weight_decay_epochs=None,
         _lr_curve=lrs, _wd_curve=wds, _iters_per_epoch=iters_per_epoch)

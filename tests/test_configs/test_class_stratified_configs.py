@@ -10,9 +10,11 @@ from mmengine.config import Config
 from mmengine.hooks import Hook
 from mmengine.registry import init_default_scope
 from mmengine.runner import Runner
-
 from mmpretrain.registry import MODELS, TRANSFORMS
+
 from tests._configs import CONFIGS, small_knn_eval
+
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
 STRATIFIED = osp.join(CONFIGS, 'class_stratified')
 IMAGENET = sorted(glob.glob(osp.join(STRATIFIED, '*_in1k-*.py')))

@@ -21,6 +21,8 @@ from tests._config_runs import (RUNNABLE, config_id, save_backbone_checkpoint,
                                 shrink)
 from tests._configs import REPO
 
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
+
 
 def _tool(name):
     spec = importlib.util.spec_from_file_location(
@@ -60,7 +62,7 @@ def test_config_trains_two_iterations(path, sample_root, tmp_path,
     if cfg.get('train_dataloader') is None:  # evaluates a checkpoint
         metrics = _tool('test').main([config, ckpt])
         assert metrics and all(0 <= v <= 100 for k, v in metrics.items()
-                                if k.endswith('top1'))
+                               if k.endswith('top1'))
         return
     runner = _tool('train').main([config, '--auto-scale-lr'])
     assert runner.iter == 2

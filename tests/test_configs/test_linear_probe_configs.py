@@ -8,9 +8,9 @@ import pytest
 import torch
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
+from mmpretrain.registry import DATASETS, MODELS, TRANSFORMS
 from torch.nn.modules.batchnorm import _BatchNorm
 
-from mmpretrain.registry import DATASETS, MODELS, TRANSFORMS
 from pmsn_mm.datasets.sample_data import make_sample_data
 from pmsn_mm.datasets.sample_data.layouts import IMAGENET_WNIDS
 from tests._config_runs import shrink_backbone
@@ -19,6 +19,8 @@ from tests._linear_probe_toy import (BENCHMARKS, REPRESENTATIONS,
                                      save_pmsn_vit_checkpoint,
                                      save_resnet_checkpoint,
                                      write_toy_probe_config)
+
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
 #: the linear probes (the kNN / logistic-regression configs beside them are
 #: tested in test_frozen_feature_configs.py)

@@ -27,6 +27,8 @@ from pmsn_mm.utils.recipe import (expected_recipe, load_recipe_table,
                                   resolve_recipe, same_value)
 from tests._configs import REPO
 
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
+
 RECIPES = osp.join(REPO, 'configs', 'recipes')
 #: The paper's sentences the tables quote, carried with the project
 #: (.dev_scripts/paper_quotes.py checks them against the paper).
@@ -161,7 +163,7 @@ def test_table_sources_and_quotes(table):
         elif re.match(r'^[a-z0-9_]+:', source) and \
                 source.split(':')[0] in refs:
             assert re.match(r'^[a-z0-9_]+:[^:\s]+:L\d+', source), (key,
-                                                                  source)
+                                                                   source)
         else:
             # a statement about the value itself ('no ...') is allowed
             # only where the value is null / unused

@@ -17,14 +17,16 @@ import pytest
 import yaml
 from mmengine.config import Config
 
+from pmsn_mm.recipes.paper_quotes import (QUOTES_FILE, load_quote_index,
+                                          quotes_of)
 from pmsn_mm.utils.probe_recipe import (ENTRY_KEYS, _schedule,
                                         expected_probe_recipe, family_of,
                                         load_evaluation_table,
                                         resolve_probe_recipe, same_value,
                                         split_key)
-from pmsn_mm.recipes.paper_quotes import (QUOTES_FILE, load_quote_index,
-                                          quotes_of)
 from tests._configs import REPO
+
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
 RECIPES = osp.join(REPO, 'configs', 'recipes')
 TABLE = osp.join(RECIPES, 'evaluation.yaml')

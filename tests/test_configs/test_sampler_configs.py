@@ -9,11 +9,12 @@ import pytest
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
 from mmengine.runner import Runner
-
 from mmpretrain.registry import MODELS
-from pmsn_mm.datasets.sample_data.layouts import (write_imagenet,
-                                                  write_inat18)
+
+from pmsn_mm.datasets.sample_data.layouts import write_imagenet, write_inat18
 from tests._configs import CONFIGS
+
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
 # the class-stratified (K study) and class-frequency (Table 4) configs
 SAMPLER_CONFIGS = sorted(

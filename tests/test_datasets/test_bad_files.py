@@ -7,8 +7,8 @@ import os.path as osp
 import pytest
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
-
 from mmpretrain.registry import DATASETS
+
 from pmsn_mm.datasets.sample_data import make_sample_data, truncate
 from pmsn_mm.datasets.sample_data.layouts import first_train_image
 from pmsn_mm.datasets.transforms import ImageReadError

@@ -5,10 +5,10 @@ import pickle
 import mmcv
 import numpy as np
 import pytest
+from mmpretrain.registry import DATASETS
 from scipy import stats
 from sklearn.datasets import load_digits
 
-from mmpretrain.registry import DATASETS
 from pmsn_mm.datasets import PowerLawOverlayDataset
 
 N = 4000
@@ -92,7 +92,8 @@ def test_train_and_test_digits_are_disjoint():
     tr_imgs, tr_lab = tr._load_digits()
     te_imgs, te_lab = te._load_digits()
     assert len(tr_imgs) + len(te_imgs) == 1797
-    tr_set = {img.tobytes() + bytes([lab]) for img, lab in zip(tr_imgs, tr_lab)}
+    tr_set = {img.tobytes() + bytes([lab])
+              for img, lab in zip(tr_imgs, tr_lab)}
     shared = sum(img.tobytes() + bytes([lab]) in tr_set
                  for img, lab in zip(te_imgs, te_lab))
     assert shared == 0

@@ -110,7 +110,8 @@ def test_centre_range_places_the_object():
     (dict(max_angle=7.0), 'max_angle must be in'),
     (dict(contrast_range=(10.0, 5.0)), 'contrast_range must be'),
     (dict(noise_std=-1.0), r'noise_std must be in \[0, inf\)'),
-    (dict(noise_std=0.0, contrast_range=(0.0, 10.0)), 'cannot be standardised'),
+    (dict(noise_std=0.0, contrast_range=(0.0, 10.0)),
+     'cannot be standardised'),
 ])
 def test_render_options_are_validated(kwargs, match):
     with pytest.raises(ValueError, match=match):

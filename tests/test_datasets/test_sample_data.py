@@ -9,12 +9,14 @@ import pickle
 import numpy as np
 import pytest
 from mmengine.registry import init_default_scope
-
 from mmpretrain.registry import DATASETS
+
 from pmsn_mm.datasets.sample_data import (FORMATS, expected_rgb,
                                           make_sample_data)
 from pmsn_mm.datasets.sample_data.layouts import (IMAGENET_WNIDS,
                                                   INAT18_NUM_CLASSES)
+
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
 
 @pytest.fixture(scope='module')
@@ -49,7 +51,8 @@ def test_inat18_labels_follow_the_category_folders(roots):
                           split='train'))
     labels = dataset.get_gt_labels()
     for i in range(0, len(dataset), 97):
-        folder = osp.basename(osp.dirname(dataset.get_data_info(i)['img_path']))
+        path = dataset.get_data_info(i)['img_path']
+        folder = osp.basename(osp.dirname(path))
         assert labels[i] == int(folder)
     assert len(set(labels)) == INAT18_NUM_CLASSES  # every category
     counts = np.bincount(labels, minlength=INAT18_NUM_CLASSES)
@@ -136,6 +139,7 @@ def test_unknown_format_is_refused(tmp_path):
 
 def test_the_tool_writes_and_corrupts(tmp_path, capsys):
     import importlib.util
+
     from tests._configs import REPO
     spec = importlib.util.spec_from_file_location(
         'make_sample_data', osp.join(REPO, 'tools', 'dataset_converters',

@@ -15,8 +15,8 @@ from mmengine.config import Config
 from mmengine.optim import DefaultOptimWrapperConstructor, build_optim_wrapper
 from mmengine.registry import (OPTIM_WRAPPER_CONSTRUCTORS, PARAM_SCHEDULERS,
                                init_default_scope)
-
 from mmpretrain.registry import MODELS
+
 from pmsn_mm.datasets.sample_data import make_sample_data
 from pmsn_mm.engine.optimizers import (CoalescedOptimWrapperConstructor,
                                        SkipFrozenOptimWrapperConstructor,

@@ -19,7 +19,6 @@ from mmpretrain.models.backbones.vision_transformer import \
     TransformerEncoderLayer
 
 from pmsn_mm.datasets.sample_data import make_sample_data
-
 from pmsn_mm.models.backbones import MSNViT
 from pmsn_mm.models.utils import EagerUpdateTrainStepMixin
 from tests._config_runs import shrink

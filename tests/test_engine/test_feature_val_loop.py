@@ -9,12 +9,14 @@ import torch.multiprocessing as mp
 from mmengine.config import Config
 from mmengine.evaluator import BaseMetric
 from mmengine.runner import Runner
-
 from mmpretrain.registry import METRICS
+
 from pmsn_mm.engine.runners import FeatureValLoop
 from pmsn_mm.utils import end_distributed, setup_cpu_distributed
 from tests._configs import CONFIGS, small_knn_eval
 from tests._dist import free_port
+
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
 TOY = osp.join(CONFIGS, 'pmsn',
                'pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py')

@@ -18,6 +18,8 @@ import torch
 
 from tests._configs import REPO, TINY_PMSN, write_config
 
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
+
 TRAIN = osp.join(REPO, 'tools', 'train.py')
 
 

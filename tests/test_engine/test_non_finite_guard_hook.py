@@ -23,6 +23,8 @@ from pmsn_mm.engine.hooks.non_finite_guard_hook import (SKIPS_KEY,
                                                         _optimizers)
 from tests._configs import REPO, TINY_PMSN, write_config
 
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
+
 
 def _load_train_tool():
     spec = importlib.util.spec_from_file_location(

@@ -12,8 +12,9 @@ from mmpretrain.structures import DataSample
 from torch import nn
 
 from pmsn_mm.engine.hooks import PrototypeAssignmentHook
-from pmsn_mm.engine.hooks.prototype_assignment_hook import (
-    brightness_deciles, embed_inputs, labelled_inputs)
+from pmsn_mm.engine.hooks.prototype_assignment_hook import (brightness_deciles,
+                                                            embed_inputs,
+                                                            labelled_inputs)
 
 P = 'prototype_assignment/'
 

@@ -15,6 +15,8 @@ from pmsn_mm.engine.hooks import PrototypeUsageHook
 from pmsn_mm.models.heads import PMSNHead
 from tests._configs import CONFIGS
 
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
+
 PNG_HEADER = b'\x89PNG\r\n\x1a\n'
 LN2, LN3 = math.log(2), math.log(3)
 P = 'prototype_usage/'
@@ -83,7 +85,6 @@ def test_compute_scalars_by_hand():
         assert scalars[key] == pytest.approx(value, abs=1e-7), key
     assert scalars[P + 'num_used'] == 2
     assert scalars[P + 'num_used_cumulative'] == 3
-
 
 
 @pytest.mark.parametrize('kwargs, match', [

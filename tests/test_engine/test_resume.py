@@ -4,12 +4,15 @@ import os.path as osp
 import subprocess
 import sys
 
+import pytest
 import torch
 from mmengine.config import Config
 from mmengine.hooks import Hook
 from mmengine.runner import Runner
 
 from tests._configs import REPO, without_val, write_config
+
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
 
 class _CaptureAtStart(Hook):
@@ -64,7 +67,8 @@ def test_resume_restores_iter_optimizer_and_weights(tmp_path):
 
 
 def test_cli_auto_resume(tmp_path):
-    """`tools/train.py --resume` in a fresh process (torch>=2.6 default load)."""
+    """`tools/train.py --resume` in a fresh process (torch>=2.6 default
+    load)."""
     cfg_path = write_config(tmp_path)
     work_dir = str(tmp_path / 'cli')
     base = [sys.executable, osp.join(REPO, 'tools', 'train.py'), cfg_path,

@@ -11,8 +11,7 @@ from mmengine.hooks import CheckpointHook
 from mmengine.runner import Runner
 
 from pmsn_mm.engine.hooks import RNGStateHook
-from pmsn_mm.engine.hooks.rng_state_hook import (CHECKPOINT_KEY,
-                                                 _checkpoint_due)
+from pmsn_mm.engine.hooks.rng_state_hook import CHECKPOINT_KEY, _checkpoint_due
 from tests._configs import TINY_CLASSIFIER, TINY_PMSN, write_config
 
 

@@ -12,8 +12,8 @@ from mmengine.config import Config
 from mmengine.logging import MMLogger
 from mmengine.optim import DefaultOptimWrapperConstructor, build_optim_wrapper
 from mmengine.registry import init_default_scope
-
 from mmpretrain.registry import MODELS
+
 from pmsn_mm.engine.optimizers import SkipFrozenOptimWrapperConstructor
 from tests._config_runs import RUNNABLE, config_id
 from tests._configs import CONFIGS

@@ -1,9 +1,9 @@
 """batch_features: pre-process, first view, last output, pooled maps."""
 import torch
 from mmengine.dataset import default_collate
-
 from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
+
 from pmsn_mm.evaluation.functional import batch_features
 
 

@@ -89,8 +89,8 @@ def test_tensor_outputs_take_label_and_role_from_the_batch():
                                t=0.07, topk=(1, ))
     metric = KNNAccuracy()  # paper defaults: k=20, T=0.07
     feats = torch.tensor(mem + qry, dtype=torch.float32)
-    refs = [_sample(l, 'memory') for l in mem_labels] + \
-        [_sample(l, 'query') for l in qry_labels]
+    refs = [_sample(y, 'memory') for y in mem_labels] + \
+        [_sample(y, 'query') for y in qry_labels]
     metric.process(dict(data_samples=refs), list(feats))
     assert metric.evaluate(len(refs))['knn/top1'] == pytest.approx(
         expected['top1'])

@@ -3,9 +3,9 @@ import pytest
 import torch
 from mmengine.evaluator import Evaluator
 from mmengine.registry import init_default_scope
-
 from mmpretrain.registry import METRICS
 from mmpretrain.structures import DataSample
+
 from pmsn_mm.evaluation.metrics import MultiHeadAccuracy
 
 # 4 samples, 6 classes, labels 0, 1, 2, 3

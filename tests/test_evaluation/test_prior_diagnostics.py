@@ -8,6 +8,7 @@ from pmsn_mm.evaluation.functional import (effective_num_clusters,
                                            prior_diagnostics,
                                            sorted_probabilities,
                                            update_used_prototypes)
+
 LN2, LN3 = math.log(2), math.log(3)
 
 

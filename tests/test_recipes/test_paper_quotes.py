@@ -13,6 +13,8 @@ from pmsn_mm.recipes.paper_quotes import (QUOTES_FILE, build_quote_index,
                                           locate, quotes_of, table_quotes)
 from tests._configs import REPO
 
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
+
 PAPER = r"""\section{Intro}
 Some words.
 \section{Details for section~\ref{sec:a}}

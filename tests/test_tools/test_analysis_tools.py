@@ -16,6 +16,8 @@ from pmsn_mm.evaluation.functional import (chance_agreement, cosine_knn,
                                            usage_counts)
 from tests._configs import CONFIGS, REPO
 
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
+
 PNG_HEADER = b'\x89PNG\r\n\x1a\n'
 TOY = osp.join(CONFIGS, 'pmsn',
                'pmsn_vit-mini-p4_1xb64-cpu-toy_power-law-overlay.py')

@@ -8,6 +8,8 @@ import pytest
 
 from tests._configs import CONFIGS, REPO
 
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
+
 
 def _load(name):
     spec = importlib.util.spec_from_file_location(

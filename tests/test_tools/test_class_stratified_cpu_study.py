@@ -89,7 +89,7 @@ def test_read_knn_takes_the_newest_log_and_its_last_evaluation(tmp_path):
     _log_knn(tmp_path, 10.0, 20.0, '20260101_000000')
     _log_knn(tmp_path, 30.0, 40.0, '20260102_000000')
     assert tool.read_knn(str(tmp_path)) == dict(digit_label=30.0,
-                                                 background_label=40.0)
+                                                background_label=40.0)
 
 
 def test_rerun_overwrites_the_old_checkpoints(tmp_path, monkeypatch):

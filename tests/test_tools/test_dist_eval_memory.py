@@ -34,6 +34,8 @@ from tests._configs import CONFIGS, REPO
 from tests._dist import free_port
 from tests._tools import load_tool
 
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
+
 TOY = osp.join(CONFIGS, 'pmsn',
                'pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py')
 BENCH = osp.join(CONFIGS, 'pmsn', 'benchmarks')

@@ -3,10 +3,13 @@ import os
 import os.path as osp
 import subprocess
 
+import pytest
 import torch
 
 from tests._configs import REPO, TINY_PMSN, write_config
 from tests._dist import free_port
+
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
 # per-rank batch 4 (global 8, K=2); different random streams per rank
 OPTIONS = [

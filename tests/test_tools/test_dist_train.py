@@ -4,14 +4,16 @@ import os
 import os.path as osp
 import subprocess
 
+import pytest
 import torch
 
 from tests._configs import REPO
 from tests._dist import free_port
 
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
+
 CONFIG = osp.join(REPO, 'configs', 'simclr',
                   'simclr_resnet18_2xb16-toy_power-law-overlay.py')
-
 
 
 def test_dist_train_two_cpu_processes(tmp_path):
@@ -21,8 +23,10 @@ def test_dist_train_two_cpu_processes(tmp_path):
         'bash',
         osp.join(REPO, 'tools', 'dist_train.sh'), CONFIG, '2', '--work-dir',
         work_dir, '--cfg-options', 'train_cfg.max_iters=2',
-        'train_dataloader.batch_size=4', 'train_dataloader.dataset.num_samples=64',
-        'default_hooks.checkpoint.interval=2', 'default_hooks.logger.interval=1'
+        'train_dataloader.batch_size=4',
+        'train_dataloader.dataset.num_samples=64',
+        'default_hooks.checkpoint.interval=2',
+        'default_hooks.logger.interval=1'
     ], cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=300)
     log = out.stdout + out.stderr
     assert out.returncode == 0, log[-4000:]

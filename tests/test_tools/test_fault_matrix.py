@@ -36,6 +36,8 @@ from tests._configs import REPO, TINY_PMSN, write_config
 from tests._dist import free_port
 from tests._tools import load_tool
 
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
+
 TRAIN = osp.join(REPO, 'tools', 'train.py')
 train = load_tool('tools/train.py')
 

@@ -8,8 +8,8 @@ import torch
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
 from mmengine.runner import Runner
-
 from mmpretrain.registry import MODELS
+
 from tests._configs import REPO
 from tests._linear_probe_toy import (BENCHMARKS, TINY_RESNET, TINY_VIT,
                                      save_pmsn_vit_checkpoint,
@@ -118,7 +118,8 @@ def test_random_train_pipeline_is_refused(toy, tmp_path):
 
 
 @pytest.mark.parametrize('path', sorted(glob.glob(
-    osp.join(BENCHMARKS, 'vit-small-p16-lastcls_*-linear-*.py'))), ids=osp.basename)
+    osp.join(BENCHMARKS, 'vit-small-p16-lastcls_*-linear-*.py'))),
+    ids=osp.basename)
 def test_vissl_configs_need_use_test_pipeline(path):
     tool = _tool()
     cfg = Config.fromfile(path)

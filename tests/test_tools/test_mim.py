@@ -31,6 +31,8 @@ from mmengine.config import Config
 
 from tests._configs import REPO
 
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
+
 #: What ``pip wheel`` reads from the checkout (MANIFEST.in ships the same).
 BUILD_INPUTS = ('setup.py', 'MANIFEST.in', 'README.md', 'requirements.txt',
                 'requirements', 'pmsn_mm', 'configs', 'tools',

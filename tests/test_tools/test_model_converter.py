@@ -9,11 +9,13 @@ import pytest
 import torch
 from mmengine.registry import init_default_scope
 from mmengine.runner.checkpoint import _load_checkpoint_with_prefix
-
 from mmpretrain.registry import MODELS
+
 from tests._configs import REPO
 from tests._linear_probe_toy import (TINY_VIT, save_pmsn_vit_checkpoint,
                                      save_resnet_checkpoint)
+
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
 
 def _converter():
@@ -99,7 +101,7 @@ def _exec_printed_code(out: str):
 
 
 def test_timm_export_prints_lines_that_build_and_load(pmsn_ckpt, tmp_path,
-                                                       capsys):
+                                                      capsys):
     src, state = pmsn_ckpt
     dst = str(tmp_path / 'timm.pth')
     converter = _converter()
@@ -123,6 +125,7 @@ def trained(tmp_path_factory):
     hub with HistoryBuffer objects), and the trained model."""
     from mmengine.config import Config
     from mmengine.runner import Runner
+
     from tests._configs import TINY_PMSN, write_config
     tmp_path = tmp_path_factory.mktemp('trained')
     cfg = Config.fromfile(write_config(tmp_path, TINY_PMSN))

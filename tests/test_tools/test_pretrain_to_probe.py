@@ -12,19 +12,20 @@ checked against an encoder loaded independently from the exported file.
 import importlib.util
 import os.path as osp
 
-import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
-
 from mmpretrain.registry import DATASETS, MODELS
+
 from pmsn_mm.datasets.sample_data import make_sample_data
 from pmsn_mm.evaluation.functional.logistic_regression import \
     select_and_evaluate
 from tests._config_runs import shrink, shrink_model
 from tests._configs import CONFIGS, REPO
+
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
 BENCH = osp.join(CONFIGS, 'pmsn', 'benchmarks')
 PRETRAIN = osp.join(CONFIGS, 'pmsn',

@@ -7,12 +7,15 @@ import re
 import subprocess
 import sys
 
+import pytest
 from mmengine.fileio import FileClient
 from mmengine.logging import MMLogger
 from mmengine.runner.checkpoint import save_checkpoint
 
 from pmsn_mm.upstream_notes import MMEngineFileClientNotes
 from tests._configs import REPO
+
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
 TOY = osp.join('configs', 'pmsn',
                'pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py')

@@ -12,6 +12,8 @@ from tests._configs import TINY_CLASSIFIER, TINY_PMSN, write_config
 from tests._docs import doc_python_snippet
 from tests._tools import load_tool
 
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
+
 
 def _config(tmp_path, text: str = TINY_PMSN, **options) -> Config:
     cfg = Config.fromfile(write_config(tmp_path, text))

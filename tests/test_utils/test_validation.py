@@ -33,8 +33,9 @@ def test_check_index_list_distinct():
 
 
 def test_check_int():
-    from pmsn_mm.utils.validation import check_int
     import numpy as np
+
+    from pmsn_mm.utils.validation import check_int
     assert check_int('k', np.int64(3), 1) == 3
     for bad in (0, True, 1.0, '2', None):
         with pytest.raises(ValueError,
@@ -45,8 +46,8 @@ def test_check_int():
 
 
 @pytest.mark.parametrize('kwargs,good,bad,interval', [
-    (dict(low=0, low_open=True), [1e-9, 7], [0, -1, True, float('inf'),
-                                             float('nan'), '1'], r'\(0, inf\)'),
+    (dict(low=0, low_open=True), [1e-9, 7],
+     [0, -1, True, float('inf'), float('nan'), '1'], r'\(0, inf\)'),
     (dict(low=0, high=1, high_open=True), [0, 0.999], [1, -0.1, False],
      r'\[0, 1\)'),
     (dict(low=0, high=1), [0, 1], [1.01, -1e-12], r'\[0, 1\]'),

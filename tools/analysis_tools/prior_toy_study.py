@@ -19,12 +19,13 @@ Writes ``<work-dir>/results.json``, ``table.md`` (mean ± std over seeds),
 training images on backbone features, green when the digit matches).
 
 Examples:
+    C=configs/pmsn
     python tools/analysis_tools/prior_toy_study.py \\
-        configs/pmsn/pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py \\
+        $C/pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py \\
         --seeds 0 1 2 --work-dir work_dirs/prior_toy_study
     # paper scale, 3 runs sharing the first GPU; --estimate-only: the estimate
     python tools/analysis_tools/prior_toy_study.py \\
-        configs/pmsn/pmsn_vit-tiny-p4_1xb1024-300e_shapes-digits-power-law.py \\
+        $C/pmsn_vit-tiny-p4_1xb1024-300e_shapes-digits-power-law.py \\
         --runs-per-device 3 --work-dir work_dirs/prior_toy_study_gpu
 """
 import argparse
@@ -63,7 +64,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                    choices=sorted(PRIORS))
     p.add_argument('--kl-directions', nargs='+', default=['forward'],
                    choices=KL_DIRECTIONS, help="PMSNLoss kl_direction(s): "
-                   "'forward' = KL(p̄‖prior) (paper), 'reverse' = KL(prior‖p̄)")
+                   "'forward' = KL(p̄‖prior) (paper), "
+                   "'reverse' = KL(prior‖p̄)")
     p.add_argument('--seeds', nargs='+', type=int, default=[0, 1, 2])
     p.add_argument('--work-dir', default='work_dirs/prior_toy_study')
     p.add_argument('--device', default='auto', help="'cpu', 'cuda', "
@@ -229,6 +231,7 @@ def scale_schedule(cfg, max_iters: int) -> None:
 def evaluate(model, memory, queries, k: int):
     """Final kNN / NMI / usage numbers of ``model`` on (inputs, labels)."""
     import torch
+
     from pmsn_mm.engine.hooks.prototype_assignment_hook import embed_inputs
     from pmsn_mm.evaluation.functional import knn_top1
     from pmsn_mm.evaluation.functional.prior_diagnostics import (
@@ -254,6 +257,7 @@ def run_one(args: argparse.Namespace, prior: str, direction: str,
     """Train and evaluate one run; writes ``metrics.json`` (with the curve),
     ``untrained.json`` (the first prior and direction) and its Fig. 3."""
     from mmengine.runner import Runner
+
     from pmsn_mm.apis import build_dataset
     from pmsn_mm.engine.hooks.prototype_assignment_hook import (
         PrototypeAssignmentHook, brightness_deciles, labelled_inputs)
@@ -351,6 +355,7 @@ def save_fig3(mem_ds, qry_ds, mem_feats, qry_feats, out_file: str,
     """One test image per digit (most frequent first) and its nearest
     training images on backbone features."""
     import torch.nn.functional as F
+
     from pmsn_mm.apis import dataset_labels, load_image
     from pmsn_mm.visualization import save_image_grid
     q, m = dataset_labels(qry_ds), dataset_labels(mem_ds)
@@ -364,8 +369,8 @@ def save_fig3(mem_ds, qry_ds, mem_feats, qry_feats, out_file: str,
     for r, i in enumerate(refs):
         rows.append([load_image(qry_ds, i)] +
                     [load_image(mem_ds, j) for j in nbrs[r]])
-        titles.append([f'digit {l["digit"][j]}\n{bg[l["background"][j]]}'
-                       for l, j in [(q, i)] + [(m, j) for j in nbrs[r]]])
+        titles.append([f'digit {y["digit"][j]}\n{bg[y["background"][j]]}'
+                       for y, j in [(q, i)] + [(m, j) for j in nbrs[r]]])
         colors.append(['black'] + ['green' if m['digit'][j] == q['digit'][i]
                                    else 'red' for j in nbrs[r]])
     legend = [('query image (first column)', 'black'),
@@ -431,8 +436,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
     from mmengine.registry import init_default_scope
 
     import pmsn_mm  # noqa: F401
-    from pmsn_mm.visualization.assignment_curves import \
-        plot_assignment_curves
+    from pmsn_mm.visualization.assignment_curves import plot_assignment_curves
     if args.device in ('auto', 'cuda'):
         args.device = 'cuda:0' if torch.cuda.is_available() or \
             args.device == 'cuda' else 'cpu'

@@ -40,9 +40,9 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 import torch
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
+from mmpretrain.registry import DATASETS
 
 import pmsn_mm  # noqa: F401  (registers the models, hooks)
-from mmpretrain.registry import DATASETS
 from pmsn_mm.datasets.sample_data import make_sample_data
 from pmsn_mm.datasets.sample_data.layouts import FORMATS
 

@@ -42,10 +42,10 @@ from mmengine.config import Config
 from mmengine.dataset import Compose
 from mmengine.logging import MMLogger
 from mmengine.registry import init_default_scope
+from mmpretrain.registry import MODELS
 from PIL import Image
 
 import pmsn_mm  # noqa: F401  (registers the transforms and the collate)
-from mmpretrain.registry import MODELS
 from pmsn_mm.datasets.padded_collate import padded_collate
 from pmsn_mm.datasets.sample_data import class_image, write_image
 

@@ -44,10 +44,10 @@ from mmengine.config import Config
 from mmengine.logging import MessageHub
 from mmengine.optim import build_optim_wrapper
 from mmengine.registry import init_default_scope
+from mmpretrain.registry import MODELS
 from torch import Tensor, nn
 
 import pmsn_mm  # noqa: F401
-from mmpretrain.registry import MODELS
 
 
 def view_shapes(cfg: Config) -> List[Tuple[int, int]]:
@@ -150,6 +150,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if device.type == 'cuda':
         torch.cuda.reset_peak_memory_stats(device)
+
     def floor() -> None:
         floor_step(model, views)
 

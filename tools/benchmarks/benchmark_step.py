@@ -66,9 +66,9 @@ from mmengine.dataset import Compose
 from mmengine.logging import MessageHub, MMLogger
 from mmengine.optim import build_optim_wrapper
 from mmengine.registry import FUNCTIONS, init_default_scope
+from mmpretrain.registry import HOOKS, MODELS
 
 import pmsn_mm  # noqa: F401  (registers the models, transforms, hooks)
-from mmpretrain.registry import HOOKS, MODELS
 from pmsn_mm.utils.host_copies import HostCopyCounter
 from pmsn_mm.utils.op_counter import OpCounter
 

@@ -18,7 +18,6 @@ JPEGs, PNG bytes named .JPEG, RGBA and 16-bit PNGs, a 40 x 30 image.
 format (to see how a run reports a bad file).
 """
 import argparse
-import os.path as osp
 from typing import Dict, List
 
 from pmsn_mm.datasets.sample_data import FORMATS, make_sample_data, truncate

@@ -11,16 +11,19 @@ _base_ = [
 train_dataloader = dict(
     collate_fn=dict(type='padded_collate', sample_keys=['mask']),
     dataset=dict(pipeline=[
-    dict(type='RandomResizedCrop', scale=32, crop_ratio_range=(0.5, 1.0)),
-    dict(type='RandomFlip', prob=0.5),
-    dict(
-        type='RandomApply',
-        transforms=[dict(type='ColorJitter', brightness=0.4, contrast=0.4)],
-        prob=0.8),
-    dict(type='BEiTMaskGenerator', input_size=(8, 8), num_masking_patches=39,
-         min_num_patches=4, max_num_patches=64),
-    dict(type='PackInputs'),
-]))
+        dict(type='RandomResizedCrop', scale=32,
+             crop_ratio_range=(0.5, 1.0)),
+        dict(type='RandomFlip', prob=0.5),
+        dict(
+            type='RandomApply',
+            transforms=[
+                dict(type='ColorJitter', brightness=0.4, contrast=0.4)
+            ],
+            prob=0.8),
+        dict(type='BEiTMaskGenerator', input_size=(8, 8),
+             num_masking_patches=39, min_num_patches=4, max_num_patches=64),
+        dict(type='PackInputs'),
+    ]))
 
 model = dict(
     type='Data2VecVision',

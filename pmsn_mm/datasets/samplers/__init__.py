@@ -1,11 +1,11 @@
 """Class-aware data samplers (registered in mmpretrain's ``DATA_SAMPLERS``)."""
+from ...utils.labels import get_dataset_labels
+from .class_aware_sampler import ClassAwareSampler
 from .class_frequency_sampler import (ClassFrequencySampler,
                                       class_frequency_probs,
                                       frequency_epoch_indices)
-from .class_aware_sampler import ClassAwareSampler
 from .class_stratified_sampler import (ClassStratifiedBatchSampler,
                                        stratified_epoch_indices)
-from ...utils.labels import get_dataset_labels
 
 __all__ = [
     'ClassAwareSampler', 'ClassStratifiedBatchSampler',

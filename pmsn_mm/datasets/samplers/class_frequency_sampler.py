@@ -10,8 +10,8 @@ from typing import Iterator, Optional, Sized, Tuple
 import numpy as np
 from mmpretrain.registry import DATA_SAMPLERS
 
-from .class_aware_sampler import ClassAwareSampler
 from ...utils.validation import check_number
+from .class_aware_sampler import ClassAwareSampler
 from .utils import group_by_class
 
 

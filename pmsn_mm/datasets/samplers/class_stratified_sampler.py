@@ -139,8 +139,9 @@ class ClassStratifiedBatchSampler(BatchSampler):
     ``batch_size`` inside ``batch_sampler`` (which mmengine would let win)
     is refused by :func:`~pmsn_mm.utils.check_config_values` before
     anything is built. It exists only as this ``batch_sampler`` (a plain
-    ``sampler`` cannot see the dataloader's ``batch_size``): set ``batch_sampler=dict(
-    type='ClassStratifiedBatchSampler', ...)`` next to a ``DefaultSampler``,
+    ``sampler`` cannot see the dataloader's ``batch_size``): set
+    ``batch_sampler=dict(type='ClassStratifiedBatchSampler', ...)`` next to
+    a ``DefaultSampler``,
     never ``sampler=dict(type=...)``.
 
     Each iteration first draws ``K = classes_per_batch`` classes uniformly

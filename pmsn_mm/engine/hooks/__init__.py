@@ -9,7 +9,7 @@ from .target_ema_hook import TargetEMAHook
 from .work_dir_overwrite_hook import WorkDirOverwriteHook
 
 __all__ = [
-    'HostCopyHook', 'NonFiniteGuardHook', 'NonFiniteTrainingError', 'PriorWeightWarmupHook',
-    'PrototypeAssignmentHook', 'PrototypeUsageHook', 'RNGStateHook',
-    'TargetEMAHook', 'WorkDirOverwriteHook'
+    'HostCopyHook', 'NonFiniteGuardHook', 'NonFiniteTrainingError',
+    'PriorWeightWarmupHook', 'PrototypeAssignmentHook', 'PrototypeUsageHook',
+    'RNGStateHook', 'TargetEMAHook', 'WorkDirOverwriteHook'
 ]

@@ -22,10 +22,10 @@ def _checkpoint_due(runner) -> bool:
         runner: The runner, after the iteration's train step.
     """
     for hook in getattr(runner, 'hooks', ()):
-        if isinstance(hook, CheckpointHook) and not hook.by_epoch and (
-                hook.every_n_train_iters(runner, hook.interval,
-                                         hook.save_begin) or
-            (hook.save_last and hook.is_last_train_iter(runner))):
+        if not isinstance(hook, CheckpointHook) or hook.by_epoch:
+            continue
+        if hook.every_n_train_iters(runner, hook.interval, hook.save_begin) \
+                or (hook.save_last and hook.is_last_train_iter(runner)):
             return True
     return False
 

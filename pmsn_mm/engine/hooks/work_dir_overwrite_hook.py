@@ -26,8 +26,7 @@ from mmpretrain.registry import HOOKS
 
 from ...utils.atomic_file_backend import atomic_write_bytes
 from ...utils.work_dir import (WorkDirPlan, discard_moved,
-                               existing_checkpoints, move_aside,
-                               restore_moved)
+                               existing_checkpoints, move_aside, restore_moved)
 
 
 def _read(path: str) -> Optional[bytes]:

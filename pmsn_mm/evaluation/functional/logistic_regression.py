@@ -88,13 +88,13 @@ def stratified_holdout(labels: np.ndarray, val_fraction: float,
 
 
 def _classifier(c: float, max_iter: int,
-                seed: int) -> 'LogisticRegression':  # noqa: F821
+                seed: int):
     # imported here: importing pmsn_mm (and this module) loads no sklearn
     from sklearn.linear_model import LogisticRegression
     return LogisticRegression(C=c, max_iter=max_iter, random_state=seed)
 
 
-def _accuracy(clf: 'LogisticRegression', feats: np.ndarray,
+def _accuracy(clf, feats: np.ndarray,
               labels: np.ndarray) -> float:
     return float((clf.predict(feats) == labels).mean() * 100)
 

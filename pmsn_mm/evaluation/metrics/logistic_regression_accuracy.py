@@ -4,8 +4,7 @@ from typing import Dict, List, Optional, Sequence
 from mmpretrain.registry import METRICS
 
 from ...utils.validation import check_int, check_number, check_positive
-from ..functional.logistic_regression import (DEFAULT_CS,
-                                              select_and_evaluate)
+from ..functional.logistic_regression import DEFAULT_CS, select_and_evaluate
 from .frozen_feature_metric import FrozenFeatureMetric
 
 

@@ -42,8 +42,8 @@ PIL's 8-bit hue circle as official MSN's torchvision-on-PIL chain does.
 """
 import functools
 import math
-from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple
-from typing import Union
+from typing import (Any, Callable, Dict, Hashable, Optional, Sequence, Tuple,
+                    Union)
 
 import torch
 import torch.nn.functional as F

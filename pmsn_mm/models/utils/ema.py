@@ -9,7 +9,6 @@ from torch import Tensor, nn
 
 from ...utils.validation import check_int, check_number, check_positive
 
-
 #: Appended to a momentum error: the convention is easy to get backwards.
 MOMENTUM_CONVENTION = ('mmengine convention: the momentum is the weight of '
                        "the online model; MSN's target momentum m is 1 - "

@@ -18,6 +18,8 @@ from pmsn_mm.datasets.samplers import (ClassStratifiedBatchSampler,
                                        stratified_epoch_indices)
 from tests._dist import free_port, gloo_group
 
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
+
 DIST_INFO = ('pmsn_mm.datasets.samplers.class_stratified_sampler.'
              'get_dist_info')
 DEFAULT_DIST_INFO = 'mmengine.dataset.sampler.get_dist_info'

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 from mmengine.registry import init_default_scope
+from mmpretrain.registry import TRANSFORMS
 from PIL import Image
 from torchvision.transforms import functional as TF
 
-from mmpretrain.registry import TRANSFORMS
 from pmsn_mm.datasets.transforms import ColorJitter, adjust_hue
 
 FACTORS = [-0.5, -0.37, -0.1, -0.004, 0.0, 0.004, 0.1, 0.37, 0.5]

@@ -7,9 +7,9 @@ import pytest
 import torch
 from mmengine.dataset import default_collate
 from mmengine.registry import init_default_scope
+from mmpretrain.registry import DATASETS, TRANSFORMS
 from PIL import Image
 
-from mmpretrain.registry import DATASETS, TRANSFORMS
 from pmsn_mm.datasets.sample_data import (KINDS, class_image, expected_rgb,
                                           truncate, write_image)
 from pmsn_mm.datasets.transforms import ImageReadError, LoadImageFromFile

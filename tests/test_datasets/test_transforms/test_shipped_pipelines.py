@@ -15,10 +15,12 @@ import pytest
 from mmengine.config import Config
 from mmengine.dataset import Compose
 from mmengine.registry import init_default_scope
-
 from mmpretrain.registry import DATASETS
+
 from pmsn_mm.datasets.sample_data import make_sample_data
 from tests._config_runs import RUNNABLE
+
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
 DRAWS = 12
 

@@ -3,9 +3,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 from mmengine.registry import init_default_scope
-
 from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
+
 from pmsn_mm.models.heads import MultiLinearProbeHead
 
 

@@ -3,8 +3,8 @@ import math
 import pytest
 import torch
 from mmengine.optim import DefaultOptimWrapperConstructor
-from mmpretrain.registry import MODELS
 from mmengine.runner.checkpoint import load_state_dict
+from mmpretrain.registry import MODELS
 from torch import nn
 
 from pmsn_mm.models.heads import PMSNHead

@@ -8,9 +8,8 @@ from mmpretrain.registry import MODELS
 
 from pmsn_mm.models.heads import PMSNHead, prototype_log_probabilities
 from pmsn_mm.models.losses import PMSNLoss
-from pmsn_mm.models.utils import kl_divergence, sharpen
 from pmsn_mm.models.priors import PowerLawPrior, UniformPrior
-from pmsn_mm.models.utils import distributed_sinkhorn
+from pmsn_mm.models.utils import distributed_sinkhorn, kl_divergence, sharpen
 from pmsn_mm.utils.power_law import power_law_probs
 from tests._pmsn import pmsn_head
 

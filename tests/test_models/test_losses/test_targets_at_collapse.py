@@ -11,9 +11,8 @@ mean target = prior, deviations amplified by 1 / T.
 import pytest
 import torch
 
-from pmsn_mm.models.utils import sharpen
 from pmsn_mm.models.priors import PowerLawPrior, UniformPrior
-from pmsn_mm.models.utils import distributed_sinkhorn
+from pmsn_mm.models.utils import distributed_sinkhorn, sharpen
 
 K, B, T = 10, 256, 0.25
 

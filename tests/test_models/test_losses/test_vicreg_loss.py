@@ -10,6 +10,8 @@ from pmsn_mm.models.losses import VICRegLoss
 from pmsn_mm.models.losses.vicreg_loss import off_diagonal
 from tests._dist import free_port, gloo_group
 
+pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
+
 WORLD_SIZE = 2
 LOCAL_BATCH = 6
 DIM = 5

@@ -3,8 +3,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 from mmengine.registry import init_default_scope
-
 from mmpretrain.registry import MODELS
+
 from pmsn_mm.models.necks import AdaptivePoolNeck, ConcatCLSNeck
 
 VIT = dict(

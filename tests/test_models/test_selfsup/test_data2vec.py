@@ -2,10 +2,10 @@
 import pytest
 import torch
 import torch.nn.functional as F
-
 from mmpretrain.models.backbones import BEiTViT
 from mmpretrain.registry import MODELS, TRANSFORMS
 from mmpretrain.structures import DataSample
+
 from pmsn_mm.models.utils.data2vec_targets import average_layer_targets
 
 DIM, LAYERS, GRID = 48, 4, 4  # 32 px images, patch 8 -> 4 x 4 patches

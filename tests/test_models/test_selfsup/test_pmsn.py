@@ -5,8 +5,8 @@ import pytest
 import torch
 import torch.nn as nn
 from mmengine.logging import MessageHub
-
 from mmpretrain.registry import MODELS
+
 from pmsn_mm.utils.op_counter import OpCounter
 
 D = 32

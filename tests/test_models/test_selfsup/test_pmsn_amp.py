@@ -5,8 +5,8 @@ import math
 
 import torch
 from mmengine.config import Config
-
 from mmpretrain.registry import MODELS
+
 from tests._configs import TINY_PMSN, write_config
 
 

@@ -4,7 +4,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 from mmengine.registry import init_default_scope
-
 from mmpretrain.registry import MODELS
 
 VIT = dict(

@@ -6,9 +6,9 @@ from collections import OrderedDict
 import pytest
 import torch
 from mmengine.config import Config
+from mmpretrain.registry import MODELS
 from torch import nn
 
-from mmpretrain.registry import MODELS
 from tests._configs import CONFIGS
 
 CONFIG = """

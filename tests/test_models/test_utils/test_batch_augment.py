@@ -4,14 +4,12 @@ import numpy as np
 import pytest
 import torch
 from mmpretrain.datasets.transforms import RandomResizedCrop
+from mmpretrain.registry import MODELS
 from scipy import stats
 
-from mmpretrain.registry import MODELS
-from pmsn_mm.models.utils import (BatchAugmentPreprocessor, color_jitter,
-                                  resized_crop_flip, sample_color_params,
-                                  sample_crop_boxes)
-from pmsn_mm.models.utils.batch_augment import (crop_corners,
-                                                device_constant)
+from pmsn_mm.models.utils import (color_jitter, resized_crop_flip,
+                                  sample_color_params, sample_crop_boxes)
+from pmsn_mm.models.utils.batch_augment import crop_corners, device_constant
 
 N = 4000
 
@@ -25,7 +23,8 @@ def _mmpretrain_boxes(n, height, width, scale, seed=0):
 
 def _area_and_ratio(boxes, height, width):
     boxes = np.asarray(boxes, dtype=np.float64)
-    return boxes[:, 2] * boxes[:, 3] / (height * width), boxes[:, 3] / boxes[:, 2]
+    area = boxes[:, 2] * boxes[:, 3] / (height * width)
+    return area, boxes[:, 3] / boxes[:, 2]
 
 
 @pytest.mark.parametrize('scale', [(0.5, 1.0), (0.08, 1.0)])

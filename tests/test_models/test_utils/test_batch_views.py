@@ -8,13 +8,12 @@ import numpy as np
 import pytest
 import torch
 from mmpretrain.datasets.transforms import GaussianBlur, RandomGrayscale
-from mmpretrain.datasets.transforms import \
-    RandomResizedCrop as MMPretrainRRC
+from mmpretrain.datasets.transforms import RandomResizedCrop as MMPretrainRRC
+from mmpretrain.registry import MODELS
 from PIL import Image, ImageFilter
 from scipy import stats
 from torchvision.transforms import ColorJitter as TVColorJitter
 
-from mmpretrain.registry import MODELS
 from pmsn_mm.datasets.sample_data import class_image
 from pmsn_mm.datasets.transforms import adjust_hue
 from pmsn_mm.models.utils import (color_jitter, gaussian_blur,

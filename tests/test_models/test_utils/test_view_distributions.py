@@ -34,9 +34,8 @@ import numpy as np
 import pytest
 import torch
 from mmengine.registry import DefaultScope
-from scipy import stats
-
 from mmpretrain.registry import MODELS, TRANSFORMS
+from scipy import stats
 
 pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
@@ -190,6 +189,7 @@ def test_box_readout_recovers_known_boxes():
     path's mmcv.imcrop + imresize) and by roi_align are read back to within
     1 % of the side and 0.5 px of the centre."""
     import mmcv
+
     from pmsn_mm.models.utils import resized_crop_flip
     height, width = GEOMETRY_HW
     rgb = coordinate_image(height, width)
