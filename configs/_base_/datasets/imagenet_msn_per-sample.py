@@ -61,6 +61,8 @@ train_dataloader = dict(
     batch_size=64,
     num_workers=8,
     persistent_workers=True,
+    # pinned batches: the step's one upload is asynchronous on a GPU
+    pin_memory=True,
     drop_last=True,
     sampler=dict(type='DefaultSampler', shuffle=True),
     collate_fn=dict(type='default_collate'),
