@@ -140,3 +140,28 @@ def test_license_and_citation_agree_with_the_package():
     assert paper['title'].lower() == ('the hidden uniform cluster prior in '
                                       'self-supervised learning')
     assert paper['year'] == 2023 and len(paper['authors']) == 9
+
+
+def test_the_layout_names_existing_folders():
+    """The one Layout section (docs/get_started.md) names paths that exist
+    (``a/{b,c}/`` expands to ``a/b`` and ``a/c``), and every subpackage of
+    pmsn_mm is in it."""
+    import glob
+    text = _read('docs', 'get_started.md')
+    block = re.search(r'## Layout\n\n```text\n(.*?)\n```', text,
+                      re.S).group(1)
+    named = set()
+    for token in block.split():
+        match = re.fullmatch(r'([\w./]*/)\{([\w.,/]+)\}([\w.]*)/?', token)
+        if match:
+            prefix, options, suffix = match.groups()
+            named |= {prefix + o + suffix for o in options.split(',')}
+        elif re.fullmatch(r'[\w.]+/[\w./]*', token):
+            named.add(token.rstrip('/'))
+    assert len(named) > 25
+    missing = sorted(p for p in named if not osp.exists(osp.join(REPO, p)))
+    assert missing == []
+    packages = {osp.relpath(osp.dirname(p), REPO) for p in glob.glob(
+        osp.join(REPO, 'pmsn_mm', '*', '__init__.py'))}
+    assert sorted(p for p in packages if p not in named and not any(
+        n.startswith(p + '/') for n in named)) == []
