@@ -20,8 +20,8 @@ import yaml
 
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 sys.path.insert(0, ROOT)
+from pmsn_mm.recipes import load_recipe_table  # noqa: E402
 from pmsn_mm.recipes.paper_quotes import NOT_TABLES  # noqa: E402
-from pmsn_mm.utils.recipe import load_recipe_table  # noqa: E402
 
 RECIPES = osp.join(ROOT, 'configs', 'recipes')
 OUT = osp.join(ROOT, 'docs', 'recipes.md')
@@ -83,12 +83,12 @@ def section(name: str, repos: Dict[str, dict]) -> List[str]:
                                       if extra else ''))
     out += ['']
     absent = {k.split('.')[1] for k, e in data['values'].items()
-              if k.startswith('views.') and k.endswith('.num')
+              if k.startswith('views.') and k.endswith('.num_views')
               and e['value'] is None}
     rows = [[f'`{k}`', _value(e['value']), link_source(e['source'], repos)]
             for k, e in data['values'].items()
             if not (k.startswith('views.') and k.split('.')[1] in absent
-                    and not k.endswith('.num'))]
+                    and not k.endswith('.num_views'))]
     out += _table(rows, ['quantity', 'value', 'source']) + ['']
     deviations = dict(data['deviations'])
     for config, own in data['configs'].items():

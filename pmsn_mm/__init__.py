@@ -1,4 +1,3 @@
-# isort: skip_file  (the warning filter must precede the imports it guards)
 """pmsn_mm: Prior Matching for Siamese Networks on the OpenMMLab stack.
 
 Importing this package registers every pmsn_mm module into mmpretrain's
@@ -6,34 +5,20 @@ registries (``MODELS``, ``DATASETS``, ``DATA_SAMPLERS``, ``HOOKS``,
 ``TRANSFORMS``, ``METRICS``, ...), so that any mmpretrain config can use them
 after ``custom_imports = dict(imports=['pmsn_mm'],
 allow_failed_imports=False)``.
-It also allow-lists the exact non-tensor types that mmengine training
-checkpoints contain, so ``--resume`` works with
-``torch.load(weights_only=True)``,
-registers the ``'atomic_local'`` file backend (atomic checkpoint writes), and
-makes the registered pmsn_mm classes refuse unknown config keys with the
-valid keys listed (:mod:`pmsn_mm.utils.config_keys`), and registers the
-model index (``model-index.yml``) in mmpretrain's ``ModelHub``, so that
-``mmpretrain.list_models('*pmsn*')`` and ``mmpretrain.get_model(name)``
-know the pretraining configs (:mod:`pmsn_mm.utils.model_index`). mmcv-lite's
-``MultiScaleDeformableAttention`` import warning is filtered before mmcv is
-imported (:mod:`pmsn_mm.upstream_notes`).
+All of it, and every other step of the import-time setup, is
+:func:`pmsn_mm.utils.setup_env.register_all_modules` (listed there, in
+order): mmcv-lite's import warning filtered before mmcv is imported, the
+checkpoint globals allow-listed for ``torch.load(weights_only=True)``, the
+``'atomic_local'`` file backend, the ``__init__`` of every registered
+pmsn_mm class wrapped to refuse unknown config keys with the valid keys
+listed (:mod:`pmsn_mm.config.config_keys`), and the model index in
+mmpretrain's ``ModelHub``.
 """
-from .upstream_notes import filter_upstream_import_warnings
+from .utils.setup_env import register_all_modules
+from .version import __version__
 
-filter_upstream_import_warnings()
+register_all_modules()
 
-from .version import __version__  # noqa: E402
-from .utils.atomic_file_backend import register_atomic_backend  # noqa: E402
-from .utils.checkpoint import allow_checkpoint_globals  # noqa: E402
+from .engine.checkpoint import allow_checkpoint_globals  # noqa: E402
 
-allow_checkpoint_globals()
-register_atomic_backend()
-
-from . import datasets, engine, evaluation, models  # noqa: E402,F401
-from .utils.config_keys import apply_strict_config_keys  # noqa: E402
-from .utils.model_index import register_model_index  # noqa: E402
-
-apply_strict_config_keys()
-register_model_index()
-
-__all__ = ['__version__', 'allow_checkpoint_globals']
+__all__ = ['__version__', 'allow_checkpoint_globals', 'register_all_modules']

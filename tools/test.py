@@ -27,9 +27,10 @@ from mmengine.runner.checkpoint import CheckpointLoader
 from mmpretrain.registry import RUNNERS
 
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
-from pmsn_mm.upstream_notes import unused_checkpoint_keys_unlisted
-from pmsn_mm.utils import (end_distributed, exit_after_distributed_run,
-                           setup_cpu_distributed)
+from pmsn_mm.engine.launcher import (end_distributed,
+                                     exit_after_distributed_run,
+                                     setup_cpu_distributed)
+from pmsn_mm.utils.upstream_notes import unused_checkpoint_keys_unlisted
 
 #: What ``--out`` writes: mmengine's ``DumpResults`` pickles the per-sample
 #: outputs, and accepts only these suffixes.
@@ -164,8 +165,8 @@ def run(argv=None) -> Tuple[Runner, dict]:
     """Test; returns the runner and the metrics."""
     args = parse_args(argv)
     cfg = merge_args(Config.fromfile(args.config), args)
-    pmsn_mm.utils.check_config_types(cfg)  # refuse misspelled types
-    pmsn_mm.utils.check_config_values(cfg)  # one owner per number
+    pmsn_mm.config.check_config_types(cfg)  # refuse misspelled types
+    pmsn_mm.config.check_config_values(cfg)  # one owner per number
     check_test_loop(cfg, args.config)
     wrap_frozen_models(cfg, args.launcher)
     setup_cpu_distributed(cfg, args.launcher)

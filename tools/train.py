@@ -27,10 +27,12 @@ from mmpretrain.registry import RUNNERS
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
 from pmsn_mm.datasets.non_empty import check_has_batches
 from pmsn_mm.engine.hooks import WorkDirOverwriteHook
+from pmsn_mm.engine.launcher import (end_distributed,
+                                     exit_after_distributed_run,
+                                     setup_cpu_distributed)
 from pmsn_mm.engine.optimizers import amp_device_available
-from pmsn_mm.upstream_notes import MMEngineFileClientNotes
-from pmsn_mm.utils import (end_distributed, exit_after_distributed_run,
-                           prepare_work_dir, setup_cpu_distributed)
+from pmsn_mm.engine.work_dir import prepare_work_dir
+from pmsn_mm.utils.upstream_notes import MMEngineFileClientNotes
 
 #: Wrappers ``--amp`` replaces with ``DeviceAwareAmpOptimWrapper``.
 AMP_CAPABLE = ('OptimWrapper', 'AmpOptimWrapper',
@@ -201,8 +203,8 @@ def main(argv=None) -> Runner:
     """Train; returns the runner (for scripts and tests)."""
     args = parse_args(argv)
     cfg = merge_args(Config.fromfile(args.config), args)
-    pmsn_mm.utils.check_config_types(cfg)  # refuse misspelled types
-    pmsn_mm.utils.check_config_values(cfg)  # one owner per number
+    pmsn_mm.config.check_config_types(cfg)  # refuse misspelled types
+    pmsn_mm.config.check_config_values(cfg)  # one owner per number
     plan = prepare_work_dir(cfg, args.overwrite)
     # moves the earlier run's files only once everything is built
     overwrite = WorkDirOverwriteHook(cfg.work_dir, plan)

@@ -1,7 +1,7 @@
 """Every paper config trains the recipe of its table (configs/recipes/).
 
 Each config listed in a recipe table is resolved as the runner builds it
-(``pmsn_mm.utils.recipe.resolve_recipe``: model, data pre-processor or
+(``pmsn_mm.recipes.resolve_recipe``: model, data pre-processor or
 pipeline, optimizer wrapper, parameter schedulers stepped through the run,
 loops, sampler) and every quantity of its row is compared; a deliberate
 deviation is a listed row with its reason. The lr and weight-decay curves of
@@ -21,10 +21,10 @@ from typing import Dict, List
 import pytest
 
 from pmsn_mm.datasets.sample_data import make_sample_data
+from pmsn_mm.recipes import (expected_recipe, load_recipe_table,
+                             resolve_recipe, same_value)
 from pmsn_mm.recipes.paper_quotes import (NOT_TABLES, QUOTES_FILE,
                                           load_quote_index, quotes_of)
-from pmsn_mm.utils.recipe import (expected_recipe, load_recipe_table,
-                                  resolve_recipe, same_value)
 from tests._configs import REPO
 
 pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
@@ -226,14 +226,6 @@ def test_comparison_catches_wrong_values(sample_cwd):
     assert schedule_mismatches(old, per_epoch, 2e-4, 1e-3, 15, 1e-6, 375)
     assert not schedule_mismatches(resolved['_lr_curve'], per_epoch, 2e-4,
                                    1e-3, 15, 1e-6, 375)
-
-
-def test_deviation_equal_to_its_value_is_refused():
-    table = dict(values={'epochs': dict(value=300, source='paper: x')},
-                 deviations={'epochs': dict(value=300, reason='none')},
-                 configs={'c.py': {}})
-    with pytest.raises(ValueError, match='equals the recipe value'):
-        expected_recipe(table, 'c.py')
 
 
 def test_docs_recipes_is_generated_from_the_tables():

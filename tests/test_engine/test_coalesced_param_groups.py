@@ -22,7 +22,7 @@ from pmsn_mm.engine.optimizers import (CoalescedOptimWrapperConstructor,
                                        SkipFrozenOptimWrapperConstructor,
                                        adam_implementation,
                                        coalesce_param_groups)
-from pmsn_mm.utils.recipe import _optim_wrapper_cfg, quiet_current_logger
+from pmsn_mm.recipes import plain_optim_wrapper_cfg, quiet_current_logger
 from tests._config_runs import RUNNABLE, config_id, shrink_model
 from tests._configs import CONFIGS
 
@@ -76,7 +76,7 @@ def _wrappers(cfg: Config, model: nn.Module):
     """The config's optimizer wrapper, and the reference: mmengine's own
     ``DefaultOptimWrapperConstructor`` (one group per parameter with a
     paramwise setting), built from the same config."""
-    wrapper_cfg = _optim_wrapper_cfg(cfg)  # AMP wrappers as plain ones
+    wrapper_cfg = plain_optim_wrapper_cfg(cfg)  # AMP wrappers as plain ones
     reference_cfg = copy.deepcopy(wrapper_cfg)
     reference_cfg.pop('constructor', None)
     paramwise_cfg = reference_cfg.pop('paramwise_cfg', None)

@@ -10,7 +10,7 @@ from mmengine.registry import init_default_scope
 
 from pmsn_mm.engine.optimizers import (DeviceAwareAmpOptimWrapper,
                                        amp_device_available)
-from pmsn_mm.utils.recipe import _optim_wrapper_cfg
+from pmsn_mm.recipes import plain_optim_wrapper_cfg
 
 cpu_only = pytest.mark.skipif(amp_device_available(),
                               reason='checks the CPU path')
@@ -155,5 +155,5 @@ def test_recipe_resolves_it_as_the_plain_optimizer():
     cfg = Config(dict(optim_wrapper=dict(
         type='DeviceAwareAmpOptimWrapper', loss_scale='dynamic',
         optimizer=dict(type='SGD', lr=0.1))))
-    assert _optim_wrapper_cfg(cfg) == dict(
+    assert plain_optim_wrapper_cfg(cfg) == dict(
         type='OptimWrapper', optimizer=dict(type='SGD', lr=0.1))

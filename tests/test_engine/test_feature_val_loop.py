@@ -11,8 +11,8 @@ from mmengine.evaluator import BaseMetric
 from mmengine.runner import Runner
 from mmpretrain.registry import METRICS
 
+from pmsn_mm.engine.launcher import end_distributed, setup_cpu_distributed
 from pmsn_mm.engine.runners import FeatureValLoop
-from pmsn_mm.utils import end_distributed, setup_cpu_distributed
 from tests._configs import CONFIGS, small_knn_eval
 from tests._dist import free_port
 

@@ -69,7 +69,7 @@ def test_the_hook_sees_a_per_sample_upload(sample_root, tmp_path,
                                            monkeypatch):
     """A data pre-processor that moves the data samples one by one (as
     mmengine's ``cast_data`` does) shows one blocking copy per image."""
-    from pmsn_mm.models.utils import BatchAugmentPreprocessor
+    from pmsn_mm.models import BatchAugmentPreprocessor
     forward = BatchAugmentPreprocessor.forward
 
     def per_sample(self, data, training=False):

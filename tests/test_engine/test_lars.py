@@ -7,8 +7,8 @@ from mmpretrain.registry import OPTIMIZERS
 from torch import nn
 
 import pmsn_mm  # noqa: F401
+from pmsn_mm.engine.op_counter import OpCounter
 from pmsn_mm.engine.optimizers import LARS
-from pmsn_mm.utils.op_counter import OpCounter
 
 
 def _model() -> nn.Module:

@@ -347,7 +347,7 @@ def test_one_device_read_per_step_with_stop(action, reads):
     """'stop' keeps the gradient flag on the device and reads it with the
     loss flags after the iteration: one host sync per step; 'skip' must
     read the gradient flag before the step (one more)."""
-    from pmsn_mm.utils.op_counter import OpCounter
+    from pmsn_mm.engine.op_counter import OpCounter
     model = nn.Linear(3, 2)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     runner = SimpleNamespace(

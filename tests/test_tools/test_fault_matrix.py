@@ -31,7 +31,8 @@ import time
 import pytest
 import torch
 
-from pmsn_mm.utils import atomic_file_backend, find_resume_checkpoint
+from pmsn_mm.engine import atomic_file_backend
+from pmsn_mm.engine.work_dir import find_resume_checkpoint
 from tests._configs import REPO, TINY_PMSN, write_config
 from tests._dist import free_port
 from tests._tools import load_tool

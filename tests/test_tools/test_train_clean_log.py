@@ -1,6 +1,5 @@
 """The README's main job prints a clean log: no warnings (per-parameter,
 deprecation, dataloader restart) and its kNN results as the last line."""
-import logging
 import os
 import os.path as osp
 import re
@@ -8,11 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from mmengine.fileio import FileClient
-from mmengine.logging import MMLogger
-from mmengine.runner.checkpoint import save_checkpoint
 
-from pmsn_mm.upstream_notes import MMEngineFileClientNotes
 from tests._configs import REPO
 
 pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
@@ -54,35 +49,3 @@ def test_importing_pmsn_mm_prints_nothing():
     out = subprocess.run([sys.executable, '-c', 'import pmsn_mm'], cwd=REPO,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and out.stdout == out.stderr == '', out.stderr
-
-
-def _notes(tmp_path, action) -> list:
-    logger = MMLogger.get_instance('file_client_notes')
-    records = []
-    handler = logging.Handler()
-    handler.emit = records.append
-    logger.addHandler(handler)
-    notes = MMEngineFileClientNotes()
-    logger.addFilter(notes)
-    try:
-        action()
-    finally:
-        logger.removeFilter(notes)
-        logger.removeHandler(handler)
-    return [r.getMessage().split(' will ')[0] for r in records]
-
-
-def test_file_client_notes_dropped_only_for_mmengines_own_client(tmp_path):
-    # mmengine's save_checkpoint builds an unused FileClient: silenced
-    assert _notes(
-        tmp_path,
-        lambda: save_checkpoint({}, str(tmp_path / 'a.pth'))) == []
-    # a FileClient asked for explicitly keeps its deprecation note
-    assert _notes(
-        tmp_path,
-        lambda: FileClient.infer_client(dict(backend='disk'))) == [
-            '"FileClient"'
-        ]
-    assert _notes(tmp_path, lambda: FileClient(backend='disk')) == [
-        '"FileClient"'
-    ]

@@ -30,10 +30,10 @@ from mmpretrain.apis import get_model
 
 from pmsn_mm.apis import (build_dataset, dataset_config, dataset_labels,
                           load_image)
+from pmsn_mm.config import check_config_types, check_config_values
 from pmsn_mm.evaluation.functional import (chance_agreement, cosine_knn,
                                            extract_features,
                                            neighbor_agreement)
-from pmsn_mm.utils import check_config_types, check_config_values
 from pmsn_mm.visualization import save_image_grid
 
 

@@ -461,12 +461,13 @@ def main(argv: Optional[List[str]] = None) -> dict:
         summary['estimate'] = dict(step_seconds=step, iters=iters,
                                    runs=len(runs), runs_per_device=k,
                                    seconds=total)
+        shared = (f', if the {k} runs sharing the device do not slow each '
+                  f'other (one at a time: {step * iters * len(runs) / 60:.1f}'
+                  ' min)' if k > 1 else '')
         print(f'[toy study] estimate on {args.device}: {step * 1e3:.1f} ms '
               f'per step x {iters} iterations x {math.ceil(len(runs) / k)} '
               f'waves ({len(runs)} runs, {k} at a time) = {total:.1f} s = '
-              f'{total / 60:.1f} min of training, if the {k} runs sharing '
-              f'the device do not slow each other (one at a time: '
-              f'{step * iters * len(runs) / 60:.1f} min)', flush=True)
+              f'{total / 60:.1f} min of training{shared}', flush=True)
     if args.estimate_only:
         return summary
     start = time.time()

@@ -26,10 +26,10 @@ from mmengine.config import Config, DictAction
 from mmpretrain.apis import get_model
 
 from pmsn_mm.apis import build_dataset, dataset_config, load_image
+from pmsn_mm.config import check_config_types, check_config_values
 from pmsn_mm.evaluation.functional import (extract_features,
                                            top_samples_per_prototype,
                                            usage_counts)
-from pmsn_mm.utils import check_config_types, check_config_values
 from pmsn_mm.visualization import save_image_grid
 
 

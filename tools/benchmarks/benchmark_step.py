@@ -26,10 +26,10 @@ per-iteration hooks run it:
   (``TargetEMAHook``'s work is the target update above).
 
 For each phase it prints the aten op count and the host syncs (one counting
-pass under :class:`~pmsn_mm.utils.op_counter.OpCounter`; on a GPU each op is
+pass under :class:`~pmsn_mm.engine.op_counter.OpCounter`; on a GPU each op is
 at least one kernel launch, each sync drains the launch queue), the blocking
 host-to-device copies (``h2d``, the same pass under
-:class:`~pmsn_mm.utils.host_copies.HostCopyCounter`; the batch's own
+:class:`~pmsn_mm.engine.host_copies.HostCopyCounter`; the batch's own
 ``non_blocking`` upload is counted apart as ``batch``), the median
 wall time over ``--repeats`` uncounted steps (after one warm-up step), the
 peak memory (``torch.cuda.max_memory_allocated`` on CUDA, the growth of the
@@ -69,8 +69,8 @@ from mmengine.registry import FUNCTIONS, init_default_scope
 from mmpretrain.registry import HOOKS, MODELS
 
 import pmsn_mm  # noqa: F401  (registers the models, transforms, hooks)
-from pmsn_mm.utils.host_copies import HostCopyCounter
-from pmsn_mm.utils.op_counter import OpCounter
+from pmsn_mm.engine.host_copies import HostCopyCounter
+from pmsn_mm.engine.op_counter import OpCounter
 
 #: The phases of a step, in order.
 PHASES = ('views', 'forward+loss', 'backward', 'grad clip', 'optimizer',
@@ -339,7 +339,7 @@ def count_phases(cfg: Config, batch_size: int,
         h2d=..., h2d_batch=..., h2d_sites={site: count})}``: ``h2d`` the
         blocking host-to-device copies, ``h2d_batch`` the ``non_blocking``
         uploads of the batch's own tensors
-        (:class:`~pmsn_mm.utils.host_copies.HostCopyCounter`).
+        (:class:`~pmsn_mm.engine.host_copies.HostCopyCounter`).
     """
     env = env or build_step(cfg, device, amp)
     data = make_batch(cfg, batch_size)

@@ -66,7 +66,7 @@ def load_checkpoint(path: str) -> Any:
     """``torch.load`` with ``weights_only=True``, safely allow-listed.
 
     mmengine training checkpoints carry ``HistoryBuffer`` and numpy objects
-    (the message hub); :func:`pmsn_mm.utils.allow_checkpoint_globals`
+    (the message hub); :func:`pmsn_mm.engine.allow_checkpoint_globals`
     allow-lists exactly those before the load, so every read of the file
     (the weights, the saved training config) goes through here.
 
@@ -77,7 +77,7 @@ def load_checkpoint(path: str) -> Any:
         The loaded object (an mmengine checkpoint dict or a state dict).
     """
     # importing pmsn_mm also registers its modules (MSNViT for the config)
-    from pmsn_mm.utils.checkpoint import allow_checkpoint_globals
+    from pmsn_mm.engine.checkpoint import allow_checkpoint_globals
     allow_checkpoint_globals()
     return torch.load(path, map_location='cpu', weights_only=True)
 
@@ -281,7 +281,7 @@ def convert(src: str,
 def _save(obj: Any, dst: str) -> None:
     """``torch.save`` through a temporary file and a rename, so that ``dst``
     holds the previous file or the whole new one, never a partial one."""
-    from pmsn_mm.utils.atomic_file_backend import atomic_write_bytes
+    from pmsn_mm.engine.atomic_file_backend import atomic_write_bytes
     buffer = io.BytesIO()
     torch.save(obj, buffer)
     atomic_write_bytes(buffer.getvalue(), dst)

@@ -137,7 +137,7 @@ class ClassStratifiedBatchSampler(BatchSampler):
 
     The dataloader's ``batch_size`` is the one owner: a different
     ``batch_size`` inside ``batch_sampler`` (which mmengine would let win)
-    is refused by :func:`~pmsn_mm.utils.check_config_values` before
+    is refused by :func:`~pmsn_mm.config.check_config_values` before
     anything is built. It exists only as this ``batch_sampler`` (a plain
     ``sampler`` cannot see the dataloader's ``batch_size``): set
     ``batch_sampler=dict(type='ClassStratifiedBatchSampler', ...)`` next to

@@ -24,6 +24,8 @@ from mmengine import fileio
 from mmpretrain.registry import TRANSFORMS
 from PIL import Image
 
+from ...utils.view_groups import check_view_groups, smallest_crops
+
 
 class ImageReadError(RuntimeError):
     """An image file of a dataset cannot be read or decoded."""
@@ -163,9 +165,10 @@ class LoadImageForViews(LoadImageFromFile):
     ori_shape (the decoded size).
 
     Args:
-        views: The ``BatchAugmentPreprocessor`` view groups (``scale``,
-            ``ratio``, ``size`` are read; a group without ``size`` forbids
-            any reduction). None: never reduce.
+        views: The ``BatchAugmentPreprocessor`` view groups, checked as it
+            checks them (:func:`pmsn_mm.utils.view_groups.check_view_groups`;
+            ``scale``, ``ratio``, ``size`` are read; a group without
+            ``size`` forbids any reduction). None: never reduce.
         **kwargs: :class:`LoadImageFromFile` arguments.
     """
 
@@ -177,15 +180,8 @@ class LoadImageForViews(LoadImageFromFile):
                 'LoadImageForViews decodes 3-channel colour with OpenCV: '
                 f"color_type must be 'color' (got {self.color_type!r}) and "
                 f"imdecode_backend 'cv2' (got {self.imdecode_backend!r}).")
-        self.crops: List[Tuple[float, float, int]] = []
-        for group in views or []:
-            if not group.get('size'):
-                self.crops = []
-                break
-            scale = group.get('scale', (0.08, 1.0))
-            ratio = group.get('ratio', (3. / 4., 4. / 3.))
-            extreme = min(min(r, 1 / r) for r in ratio)
-            self.crops.append((float(scale[0]), extreme, int(group['size'])))
+        crops = smallest_crops(check_view_groups(views)) if views else None
+        self.crops: List[Tuple[float, float, int]] = crops or []
 
     def _reduction(self, data: bytes) -> int:
         if not self.crops or data[:2] != b'\xff\xd8':  # not a JPEG

@@ -6,13 +6,13 @@ from mmengine.hooks import Hook
 from mmpretrain.registry import HOOKS
 from mmpretrain.utils import get_ori_model
 
-from pmsn_mm.utils.host_copies import HostCopyCounter
+from pmsn_mm.engine.host_copies import HostCopyCounter
 
 
 @HOOKS.register_module()
 class HostCopyHook(Hook):
     """Run the training loop under a
-    :class:`~pmsn_mm.utils.host_copies.HostCopyCounter` and keep its counts
+    :class:`~pmsn_mm.engine.host_copies.HostCopyCounter` and keep its counts
     per iteration and phase (the CPU proxy of a GPU loop's blocking
     uploads; a diagnostic, not for production runs).
 

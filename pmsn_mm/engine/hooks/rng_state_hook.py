@@ -5,8 +5,8 @@ from mmengine.dist import all_gather_object, get_dist_info
 from mmengine.hooks import CheckpointHook, Hook
 from mmpretrain.registry import HOOKS
 
-from pmsn_mm.utils.rng_state import (get_rng_state, rng_state_from_checkpoint,
-                                     rng_state_to_checkpoint, set_rng_state)
+from pmsn_mm.engine.rng_state import (get_rng_state, rng_state_from_checkpoint,
+                                      rng_state_to_checkpoint, set_rng_state)
 
 #: Checkpoint key holding one saved state per rank (index = rank).
 CHECKPOINT_KEY = 'rng_states'
@@ -70,7 +70,7 @@ class RNGStateHook(Hook):
     augmentations and patch-drop masks differ from the uninterrupted run.
     This hook stores, in ``checkpoint['rng_states']`` (a list indexed by
     rank), the Python, numpy, torch CPU and CUDA generator states of every
-    rank, as tensors and plain numbers (:mod:`pmsn_mm.utils.rng_state`; no
+    rank, as tensors and plain numbers (:mod:`pmsn_mm.engine.rng_state`; no
     new global for ``weights_only=True`` loading). On resume each rank
     restores its own state at the point the original run had reached:
 

@@ -1,8 +1,9 @@
 """``--overwrite`` without losing the earlier run before the new one works.
 
 ``tools/train.py CONFIG --overwrite`` into a work dir holding checkpoints
-creates this hook from :func:`pmsn_mm.utils.prepare_work_dir`'s plan before
-it builds the runner. Nothing is moved while the runner builds the model,
+creates this hook from the plan of
+:func:`pmsn_mm.engine.work_dir.prepare_work_dir` before it builds the
+runner. Nothing is moved while the runner builds the model,
 the datasets, the optimizer and the schedulers: ``before_train`` (which
 mmengine calls after all of that, after ``load_from`` was read, and here
 after every other hook's ``before_train``) moves the files into
@@ -24,9 +25,9 @@ from mmengine.hooks import Hook
 from mmengine.logging import print_log
 from mmpretrain.registry import HOOKS
 
-from ...utils.atomic_file_backend import atomic_write_bytes
-from ...utils.work_dir import (WorkDirPlan, discard_moved,
-                               existing_checkpoints, move_aside, restore_moved)
+from ..atomic_file_backend import atomic_write_bytes
+from ..work_dir import (WorkDirPlan, discard_moved, existing_checkpoints,
+                        move_aside, restore_moved)
 
 
 def _read(path: str) -> Optional[bytes]:

@@ -262,7 +262,7 @@ def test_invalid_usage(bad):
 def test_training_step_update_makes_no_host_sync():
     """check=False (the head's call in a training step): the same update,
     all on the device; an unusable usage is ignored."""
-    from pmsn_mm.utils.op_counter import OpCounter
+    from pmsn_mm.engine.op_counter import OpCounter
     checked = AdaptivePowerLawPrior(6, momentum=0.5, warmup_updates=1)
     unchecked = AdaptivePowerLawPrior(6, momentum=0.5, warmup_updates=1)
     for tau in (0.3, 0.9, 1.2):

@@ -7,7 +7,7 @@ import torch.nn as nn
 from mmengine.logging import MessageHub
 from mmpretrain.registry import MODELS
 
-from pmsn_mm.utils.op_counter import OpCounter
+from pmsn_mm.engine.op_counter import OpCounter
 
 D = 32
 

@@ -7,8 +7,8 @@ from mmpretrain.models.selfsup.simclr import SimCLR as MMPretrainSimCLR
 from mmpretrain.registry import MODELS
 
 import pmsn_mm  # noqa: F401
+from pmsn_mm.engine.op_counter import OpCounter
 from pmsn_mm.models.selfsup import SimCLR
-from pmsn_mm.utils.op_counter import OpCounter
 
 CFG = dict(
     type='SimCLR',

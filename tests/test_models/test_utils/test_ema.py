@@ -7,8 +7,8 @@ import torch
 from mmengine.logging import MessageHub
 from torch import nn
 
+from pmsn_mm.engine.op_counter import OpCounter
 from pmsn_mm.models.utils import LinearMomentumEMA
-from pmsn_mm.utils.op_counter import OpCounter
 
 
 def _ema(**kwargs):

@@ -187,7 +187,7 @@ def test_sinkhorn_prototype_without_mass_raises(prior):
 
 @pytest.mark.parametrize('prior', [None, _power_law(4)])
 def test_sinkhorn_without_validation_makes_no_host_sync(prior):
-    from pmsn_mm.utils.op_counter import OpCounter
+    from pmsn_mm.engine.op_counter import OpCounter
     probs = _positive()
     with OpCounter() as counter:
         out = distributed_sinkhorn(probs, 3, prior, validate=False)

@@ -1,7 +1,7 @@
 """OpCounter counts aten ops and tells host syncs from asynchronous ops."""
 import torch
 
-from pmsn_mm.utils.op_counter import OpCounter
+from pmsn_mm.engine.op_counter import OpCounter
 
 
 def _count(fn):

@@ -190,7 +190,7 @@ def test_box_readout_recovers_known_boxes():
     1 % of the side and 0.5 px of the centre."""
     import mmcv
 
-    from pmsn_mm.models.utils import resized_crop_flip
+    from pmsn_mm.models.data_preprocessors import resized_crop_flip
     height, width = GEOMETRY_HW
     rgb = coordinate_image(height, width)
     rng = np.random.default_rng(0)

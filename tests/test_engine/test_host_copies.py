@@ -5,7 +5,7 @@ import pytest
 import torch
 from mmpretrain.structures import DataSample
 
-from pmsn_mm.utils.host_copies import HostCopyCounter
+from pmsn_mm.engine.host_copies import HostCopyCounter
 
 
 def _counter(*device) -> HostCopyCounter:

@@ -6,8 +6,12 @@ argument and Python says only ``unexpected keyword argument
 that unknown keyword arguments raise a ``TypeError`` that names the class,
 the unknown keys, the closest valid key and every valid key — before the
 constructor runs. :func:`apply_strict_config_keys` does this for every class
-that pmsn_mm registers into mmpretrain's registries (called once when
-:mod:`pmsn_mm` is imported), so new modules get it without code of their own.
+that pmsn_mm registers into mmpretrain's registries, so new modules get it
+without code of their own: ``import pmsn_mm`` calls it once, in
+:func:`pmsn_mm.utils.setup_env.register_all_modules`, and from then on the
+``__init__`` of every registered pmsn_mm class is this module's wrapper
+(``functools.wraps`` of the constructor written in the class's own file,
+which nothing in that file shows).
 
 The valid keys are the constructor's named parameters, followed up the MRO
 while a constructor forwards ``**kwargs`` to its base. If that chain ends in

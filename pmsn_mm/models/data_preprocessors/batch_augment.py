@@ -1,7 +1,7 @@
 """Batched, per-sample view augmentations on the device.
 
 Pure functions on whole batches (any device), the one augmentation path of
-:class:`~pmsn_mm.models.utils.BatchAugmentPreprocessor`: for the in-memory
+:class:`~pmsn_mm.models.BatchAugmentPreprocessor`: for the in-memory
 toy set and for decoded real images of mixed sizes alike. Every image gets
 its own random parameters, drawn with the distributions of the per-sample
 transforms (torchvision's and mmpretrain's ``RandomResizedCrop``/

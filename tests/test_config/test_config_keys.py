@@ -6,11 +6,11 @@ import pytest
 from mmengine.registry import Registry
 from mmpretrain import registry as mmpretrain_registry
 
+from pmsn_mm.config import (apply_strict_config_keys, strict_config_keys,
+                            valid_config_keys)
+from pmsn_mm.config.config_keys import unknown_keys_message
 from pmsn_mm.datasets import INat18
 from pmsn_mm.engine.hooks import NonFiniteGuardHook, RNGStateHook
-from pmsn_mm.utils import (apply_strict_config_keys, strict_config_keys,
-                           valid_config_keys)
-from pmsn_mm.utils.config_keys import unknown_keys_message
 from tests._configs import REPO, TINY_PMSN, write_config
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch.distributed as dist
 from mmengine.config import Config
 
-from pmsn_mm.utils import end_distributed, setup_cpu_distributed
+from pmsn_mm.engine.launcher import end_distributed, setup_cpu_distributed
 from tests._dist import free_port
 
 
@@ -66,7 +66,7 @@ def test_exit_after_a_distributed_run_skips_interpreter_finalization(
     code = f'''
 import atexit, logging, sys
 from types import SimpleNamespace
-from pmsn_mm.utils import exit_after_distributed_run
+from pmsn_mm.engine.launcher import exit_after_distributed_run
 log = logging.getLogger('run')
 log.addHandler(logging.FileHandler({str(tmp_path / 'run.log')!r}))
 log.warning('finished')

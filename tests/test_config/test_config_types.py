@@ -3,10 +3,10 @@ registered names, before anything is built or written."""
 import pytest
 from mmengine.config import Config
 
+from pmsn_mm.config import UnknownConfigTypeError, check_config_types
+from pmsn_mm.config.config_types import (format_key_path, iter_config_types,
+                                         preferred_registry)
 from pmsn_mm.models.priors import PowerLawPrior
-from pmsn_mm.utils import UnknownConfigTypeError, check_config_types
-from pmsn_mm.utils.config_types import (format_key_path, iter_config_types,
-                                        preferred_registry)
 from tests._config_runs import RUNNABLE
 from tests._configs import TINY_CLASSIFIER, TINY_PMSN, write_config
 from tests._docs import doc_python_snippet

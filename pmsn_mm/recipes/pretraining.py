@@ -6,26 +6,30 @@ config with mmengine's and mmpretrain's registries, steps the schedulers
 through the whole run on a short epoch, and reads the quantities of the
 recipe tables (``configs/recipes/*.yaml``, keys in
 ``configs/recipes/README.md``) off the built objects and the dataloader
-config. ``tests/test_configs/test_recipes.py`` compares them with the tables;
-``tools/analysis_tools/print_recipe.py CONFIG`` prints them.
+config. ``tests/test_configs/test_recipes.py`` compares them with the tables
+(:func:`pmsn_mm.recipes.expected_recipe`).
 
-Not imported by ``import pmsn_mm`` (it builds whole models).
+Registration: this module imports :mod:`pmsn_mm.models` and
+:mod:`pmsn_mm.engine`, whose classes the configs name (importing any
+``pmsn_mm`` submodule runs ``pmsn_mm/__init__`` first, which registers the
+rest); it never imports the package back. Not imported by ``import pmsn_mm``
+(it builds whole models).
 """
-import contextlib
 import copy
-import logging
-import os.path as osp
-import re
-import warnings
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 import torch
-from mmengine.config import Config, ConfigDict
-from mmengine.logging import MMLogger
-from mmengine.optim import AmpOptimWrapper, build_optim_wrapper
-from mmengine.registry import (OPTIM_WRAPPERS, PARAM_SCHEDULERS,
-                               init_default_scope)
+from mmengine.config import Config
+from mmengine.optim import build_optim_wrapper
+from mmengine.registry import init_default_scope
+from mmpretrain.registry import MODELS
 from torch import nn
+
+from .. import engine, models  # noqa: F401  (the registered classes)
+from ..utils.view_groups import VIEW_DEFAULTS
+from .building import (plain_optim_wrapper_cfg, quiet_current_logger,
+                       scheduler_curves)
+from .tables import name_batch, round_value
 
 #: Epoch length used to step epoch-based schedulers (any length gives the
 #: same epochs; 8 keeps MSN's 1.25 x 300 and every warm-up whole).
@@ -35,46 +39,32 @@ EPOCH_LENGTH = 8
 VIT_WIDTHS = {192: 'vit-tiny', 384: 'vit-small', 768: 'vit-base',
               1024: 'vit-large'}
 
-#: View-group fields of the recipe tables (``views.<i>.<field>``).
-VIEW_FIELDS = ('num', 'size', 'scale', 'ratio', 'interpolation', 'flip_prob',
-               'jitter_prob', 'brightness', 'contrast', 'saturation', 'hue',
-               'jitter_order', 'grayscale_prob', 'blur_prob', 'blur_sigma',
-               'solarize_prob')
+#: View-group fields of the recipe tables (``views.<i>.<field>``): the
+#: settings of a view group (:data:`~pmsn_mm.utils.view_groups.VIEW_DEFAULTS`
+#: but the solarize threshold, which no recipe sets), how crops are resized
+#: and the order of the colour jitter.
+VIEW_FIELDS = tuple(k for k in VIEW_DEFAULTS if k != 'solarize_threshold') + (
+    'interpolation', 'jitter_order')
 
 #: How ``BatchAugmentPreprocessor`` resizes its crops: ``roi_align``'s
 #: adaptive sampling, the mean of ceil(crop / out) bilinear samples per
 #: output pixel and axis (PIL's antialiased bilinear is a triangle filter).
 DEVICE_INTERPOLATION = 'bilinear-roi-average'
 
-_NAME_BATCH = re.compile(r'_(\d+)xb(\d+)[-_]')
-
-
-def _round(value: Any) -> Any:
-    """Floats rounded to 12 significant digits, tuples as lists."""
-    if isinstance(value, float):
-        return float(f'{value:.12g}')
-    if isinstance(value, (list, tuple)):
-        return [_round(v) for v in value]
-    return value
-
 
 def global_batch(cfg: Config, path: str) -> int:
     """Per-GPU batch x the GPUs of the config name ``{N}xb{B}``.
+
+    Args:
+        cfg: The config.
+        path: Its file.
 
     Raises:
         ValueError: If the name has no ``NxbB`` or ``B`` differs from the
             dataloader's ``batch_size``.
     """
-    match = _NAME_BATCH.search(osp.basename(path))
-    if match is None:
-        raise ValueError(f'{path}: the config name has no "{{N}}xb{{B}}" '
-                         '(GPUs x per-GPU batch).')
-    gpus, per_gpu = int(match.group(1)), int(match.group(2))
-    batch = cfg.train_dataloader.batch_size
-    if batch != per_gpu:
-        raise ValueError(f'{path}: the name says {per_gpu} images per GPU, '
-                         f'train_dataloader.batch_size is {batch}.')
-    return gpus * batch
+    gpus, per_gpu = name_batch(path, cfg.train_dataloader.batch_size)
+    return gpus * per_gpu
 
 
 # --------------------------------------------------------------- model parts
@@ -162,30 +152,26 @@ def _ema(model: nn.Module, epochs: float) -> Dict[str, Any]:
     end = 1.0 - float(getattr(target, 'end_momentum', target.momentum))
     scale = getattr(target, 'schedule_scale', None)
     length = None if start == end or scale is None else scale * epochs
-    return dict(ema_momentum=_round(start), ema_momentum_end=_round(end),
-                ema_epochs=_round(length))
+    return dict(ema_momentum=round_value(start),
+                ema_momentum_end=round_value(end),
+                ema_epochs=round_value(length))
 
 
 # --------------------------------------------------------------------- views
 def _device_views(preprocessor: nn.Module) -> List[Dict[str, Any]]:
-    groups = []
-    for g in preprocessor.views:
-        groups.append(dict(
-            num=g['num_views'], size=g['size'], scale=list(g['scale']),
-            ratio=list(g['ratio']), interpolation=DEVICE_INTERPOLATION,
-            flip_prob=g['flip_prob'], jitter_prob=g['jitter_prob'],
-            brightness=g['brightness'], contrast=g['contrast'],
-            saturation=g['saturation'], hue=g['hue'],
-            jitter_order='random', grayscale_prob=g['grayscale_prob'],
-            blur_prob=g['blur_prob'],
-            blur_sigma=list(g['blur_sigma']) if g['blur_prob'] else None,
-            solarize_prob=g['solarize_prob']))
-    return groups
+    """The pre-processor's checked view groups as table fields."""
+    return [
+        dict({k: group[k] for k in VIEW_FIELDS if k in group},
+             interpolation=DEVICE_INTERPOLATION, jitter_order='random',
+             blur_sigma=list(group['blur_sigma'])
+             if group['blur_prob'] else None)
+        for group in preprocessor.views
+    ]
 
 
 def _view_of_transforms(transforms: Sequence[dict]) -> Dict[str, Any]:
     view: Dict[str, Any] = dict(
-        num=1, size=None, scale=None, ratio=None, interpolation=None,
+        num_views=1, size=None, scale=None, ratio=None, interpolation=None,
         flip_prob=0.0, jitter_prob=0.0, brightness=0.0, contrast=0.0,
         saturation=0.0, hue=0.0, jitter_order=None, grayscale_prob=0.0,
         blur_prob=0.0, blur_sigma=None, solarize_prob=0.0)
@@ -236,7 +222,7 @@ def _pipeline_views(pipeline: Sequence[dict]) -> List[Dict[str, Any]]:
             groups = []
             for num, transforms in zip(nums, lists):
                 view = _view_of_transforms(transforms)
-                view['num'] = num
+                view['num_views'] = num
                 groups.append(view)
             return _merge_equal(groups)
     return [_view_of_transforms(pipeline)]
@@ -246,9 +232,10 @@ def _merge_equal(groups: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """Adjacent groups with the same transforms are one group."""
     merged: List[Dict[str, Any]] = []
     for group in groups:
-        if merged and {k: v for k, v in merged[-1].items() if k != 'num'} \
-                == {k: v for k, v in group.items() if k != 'num'}:
-            merged[-1]['num'] += group['num']
+        if merged and {k: v for k, v in merged[-1].items()
+                       if k != 'num_views'} \
+                == {k: v for k, v in group.items() if k != 'num_views'}:
+            merged[-1]['num_views'] += group['num_views']
         else:
             merged.append(dict(group))
     return merged
@@ -263,99 +250,28 @@ def _views(model: nn.Module, cfg: Config) -> Dict[str, Any]:
     out = {}
     for i, group in enumerate(groups):
         for field in VIEW_FIELDS:
-            out[f'views.{i}.{field}'] = _round(group[field])
+            out[f'views.{i}.{field}'] = round_value(group[field])
     return out
 
 
 # ------------------------------------------------------ optimizer, schedules
-def _optim_wrapper_cfg(cfg: Config) -> ConfigDict:
-    wrapper = copy.deepcopy(cfg.optim_wrapper)
-    kind = wrapper.get('type', 'OptimWrapper')
-    cls = OPTIM_WRAPPERS.get(kind) if isinstance(kind, str) else kind
-    if isinstance(cls, type) and issubclass(cls, AmpOptimWrapper):
-        # AMP (AmpOptimWrapper, DeviceAwareAmpOptimWrapper) is a numerics
-        # choice, not a recipe value; mmengine's wrapper refuses to build
-        # without CUDA, the plain one holds the same optimizer
-        wrapper.type = 'OptimWrapper'
-        wrapper.pop('loss_scale', None)
-        wrapper.pop('dtype', None)
-    return wrapper
-
-
-@contextlib.contextmanager
-def quiet_current_logger(level: int = logging.WARNING) -> Iterator[None]:
-    """Raise the current mmengine logger's level for a block (building an
-    optimizer logs one line per parameter with a paramwise setting)."""
-    logger = MMLogger.get_current_instance()
-    old = logger.level
-    logger.setLevel(level)
-    try:
-        yield
-    finally:
-        logger.setLevel(old)
-
-
-def scheduler_curves(schedulers: Any, group: dict, steps: int,
-                     epoch_length: int = 1
-                     ) -> Tuple[List[float], List[float], list]:
-    """The lr and weight decay of one parameter group at every step of the
-    configured parameter schedulers (built with the registry, stepped as
-    mmengine's ``ParamSchedulerHook`` does).
-
-    Schedulers act on each group alone, so they are stepped on a copy of
-    ``group`` (stepping hundreds of per-parameter groups through a whole
-    run costs seconds per config).
-
-    Args:
-        schedulers: ``cfg.param_scheduler`` (a dict, a list or None).
-        group: A parameter group of the built optimizer.
-        steps: How many values to record (one per step).
-        epoch_length: Iterations per epoch, for ``convert_to_iter_based``.
-
-    Returns:
-        ``(lrs, weight_decays, schedulers)``: the values at each of the
-        ``steps`` steps and the built schedulers.
-    """
-    if isinstance(schedulers, dict):
-        schedulers = [schedulers]
-    single = torch.optim.SGD([torch.zeros(1, requires_grad=True)],
-                             lr=group['lr'],
-                             weight_decay=group['weight_decay'])
-    built = [
-        PARAM_SCHEDULERS.build(
-            copy.deepcopy(s),
-            default_args=dict(optimizer=single, epoch_length=epoch_length))
-        for s in schedulers or []
-    ]
-    copy_group = single.param_groups[0]
-    lrs, wds = [], []
-    with warnings.catch_warnings():  # stepped without optimizer steps
-        warnings.simplefilter('ignore', UserWarning)
-        for _ in range(steps):
-            lrs.append(copy_group['lr'])
-            wds.append(copy_group['weight_decay'])
-            for scheduler in built:
-                scheduler.step()
-    return lrs, wds, built
-
-
 def _schedules(cfg: Config, optimizer: torch.optim.Optimizer,
                iters_per_epoch: int, total_iters: int) -> Dict[str, Any]:
     source = max(optimizer.param_groups, key=lambda g: g['weight_decay'])
     lrs, wds, built = scheduler_curves(cfg.get('param_scheduler'), source,
                                        total_iters, iters_per_epoch)
     out: Dict[str, Any] = dict(
-        lr=_round(max(lrs)), warmup_start_lr=_round(lrs[0]),
+        lr=round_value(max(lrs)), warmup_start_lr=round_value(lrs[0]),
         warmup_epochs=0, lr_schedule='constant', final_lr=None,
         lr_schedule_epochs=None,
-        weight_decay=_round(wds[0]), weight_decay_end=_round(wds[0]),
+        weight_decay=round_value(wds[0]), weight_decay_end=round_value(wds[0]),
         weight_decay_schedule='constant', weight_decay_epochs=None,
         _lr_curve=lrs, _wd_curve=wds, _iters_per_epoch=iters_per_epoch)
     for scheduler in built:
         kind = type(scheduler).__name__
         param = getattr(scheduler, 'param_name', 'lr')
         if kind == 'LinearLR':
-            out['warmup_epochs'] = _round(
+            out['warmup_epochs'] = round_value(
                 (scheduler.end - scheduler.begin) / iters_per_epoch)
             continue
         if not kind.startswith('CosineAnnealing'):
@@ -367,27 +283,27 @@ def _schedules(cfg: Config, optimizer: torch.optim.Optimizer,
             eta_min = scheduler.eta_min_ratio * scheduler.base_values[0]
         reach = (scheduler.begin + scheduler.T_max) / iters_per_epoch
         if param == 'lr':
-            out.update(lr_schedule='cosine', final_lr=_round(eta_min),
-                       lr_schedule_epochs=_round(reach),
-                       lr_schedule_start_epoch=_round(scheduler.begin /
-                                                      iters_per_epoch))
+            out.update(lr_schedule='cosine', final_lr=round_value(eta_min),
+                       lr_schedule_epochs=round_value(reach),
+                       lr_schedule_start_epoch=round_value(
+                           scheduler.begin / iters_per_epoch))
         elif param == 'weight_decay':
             out.update(weight_decay_schedule='cosine',
-                       weight_decay_end=_round(eta_min),
-                       weight_decay_epochs=_round(reach))
+                       weight_decay_end=round_value(eta_min),
+                       weight_decay_epochs=round_value(reach))
     return out
 
 
 def _optimizer(cfg: Config, model: nn.Module) -> Dict[str, Any]:
-    wrapper = build_optim_wrapper(model, _optim_wrapper_cfg(cfg))
+    wrapper = build_optim_wrapper(model, plain_optim_wrapper_cfg(cfg))
     opt = wrapper.optimizer
     defaults = opt.defaults
     clip = cfg.optim_wrapper.get('clip_grad')
     return dict(
         optimizer=type(opt).__name__,
-        betas=_round(defaults.get('betas')),
-        momentum=_round(defaults.get('momentum')),
-        clip_grad=None if not clip else _round(clip.get('max_norm')),
+        betas=round_value(defaults.get('betas')),
+        momentum=round_value(defaults.get('momentum')),
+        clip_grad=None if not clip else round_value(clip.get('max_norm')),
         _optimizer=opt)
 
 
@@ -421,7 +337,7 @@ def _length(cfg: Config, batch: int) -> Dict[str, Any]:
                          'train_dataloader.dataset.num_samples to count '
                          'its epochs.')
     per_epoch = num // per_gpu
-    return dict(epochs=_round(train_cfg.max_iters / per_epoch),
+    return dict(epochs=round_value(train_cfg.max_iters / per_epoch),
                 _iters_per_epoch=per_epoch, _total_iters=train_cfg.max_iters)
 
 
@@ -441,10 +357,6 @@ def resolve_recipe(path: str) -> Dict[str, Any]:
         (the lr and weight decay of a decayed parameter group at every
         iteration) and ``_iters_per_epoch`` for curve checks.
     """
-    from mmpretrain.registry import MODELS
-
-    import pmsn_mm  # noqa: F401  (registers the project's modules)
-
     cfg = Config.fromfile(path)
     init_default_scope(cfg.get('default_scope', 'mmpretrain'))
     model_cfg = copy.deepcopy(cfg.model)
@@ -466,18 +378,18 @@ def _resolve(cfg: Config, path: str, model: nn.Module) -> Dict[str, Any]:
     out.update(_sampler(cfg))
     out.update(_head(model))
     if hasattr(model, 'mask_ratio'):
-        out['mask_ratio'] = _round(float(model.mask_ratio))
+        out['mask_ratio'] = round_value(float(model.mask_ratio))
     elif hasattr(model.backbone, 'mask_ratio'):  # MAE
-        out['mask_ratio'] = _round(float(model.backbone.mask_ratio))
+        out['mask_ratio'] = round_value(float(model.backbone.mask_ratio))
     if hasattr(model, 'target_layers'):  # data2vec
         backbone = cfg.model.backbone
         out.update(
             target_layers=list(model.target_layers),
-            smooth_l1_beta=_round(float(model.loss_beta)),
-            drop_path_rate=_round(backbone.get('drop_path_rate', 0.0)),
-            layer_scale_init_value=_round(
+            smooth_l1_beta=round_value(float(model.loss_beta)),
+            drop_path_rate=round_value(backbone.get('drop_path_rate', 0.0)),
+            layer_scale_init_value=round_value(
                 backbone.get('layer_scale_init_value')),
-            attn_drop_rate=_round(
+            attn_drop_rate=round_value(
                 (backbone.get('layer_cfgs') or {}).get('attn_drop_rate',
                                                        0.0)))
         for t in cfg.train_dataloader.dataset.pipeline:
@@ -502,102 +414,3 @@ def _resolve(cfg: Config, path: str, model: nn.Module) -> Dict[str, Any]:
                           length['_iters_per_epoch'], length['_total_iters']))
     out.update(optim)
     return out
-
-
-# ------------------------------------------------------------ recipe tables
-def _load_yaml(path: str) -> dict:
-    import yaml
-    with open(path) as f:
-        data = yaml.safe_load(f) or {}
-    if not isinstance(data, dict):
-        raise ValueError(f'{path}: a recipe table must be a mapping.')
-    return data
-
-
-def load_recipe_table(path: str) -> dict:
-    """A recipe table with its ``base`` tables merged in.
-
-    ``values``, ``deviations`` and ``notes`` of the bases come first and are
-    overridden by the file's own; ``configs`` are the file's only.
-
-    Args:
-        path: ``configs/recipes/<experiment>.yaml``.
-
-    Returns:
-        The table: ``experiment``, ``title``, ``paper``, ``configs``,
-        ``values``, ``deviations``, ``notes``.
-    """
-    table = _load_yaml(path)
-    unknown = sorted(set(table) - {'experiment', 'title', 'paper', 'base',
-                                   'configs', 'values', 'deviations',
-                                   'notes'})
-    if unknown:
-        raise ValueError(f'{path}: unknown keys {unknown}.')
-    merged = dict(values={}, deviations={}, notes=[])
-    if table.get('base'):
-        base = load_recipe_table(
-            osp.join(osp.dirname(path), f"{table['base']}.yaml"))
-        merged['values'].update(base['values'])
-        merged['deviations'].update(base['deviations'])
-        merged['notes'].extend(base['notes'])
-    merged['values'].update(table.get('values') or {})
-    merged['deviations'].update(table.get('deviations') or {})
-    merged['notes'].extend(table.get('notes') or [])
-    for key in ('experiment', 'title', 'paper'):
-        merged[key] = table.get(key)
-    merged['configs'] = table.get('configs') or {}
-    return merged
-
-
-def expected_recipe(table: dict, config: str) -> Dict[str, dict]:
-    """What one config of a table must train: ``{key: entry}``.
-
-    Each entry is the row's ``{value, source}`` (per-config values first) or,
-    where a deviation is listed (per-config first), ``{value, reason,
-    recipe}`` with ``recipe`` the replaced value. A view group whose ``num``
-    is null is absent: its keys are dropped.
-
-    Raises:
-        ValueError: If an entry lacks its value and source/reason, or a
-            deviation equals the value it replaces.
-    """
-    own = table['configs'].get(config) or {}
-    values = dict(table['values'], **(own.get('values') or {}))
-    deviations = dict(table['deviations'], **(own.get('deviations') or {}))
-    rows: Dict[str, dict] = {}
-    for key, entry in values.items():
-        if not isinstance(entry, dict) or 'value' not in entry \
-                or not entry.get('source'):
-            raise ValueError(f'{config}: values.{key} needs a value and a '
-                             'source.')
-        rows[key] = dict(entry)
-    for key, entry in deviations.items():
-        if not isinstance(entry, dict) or 'value' not in entry \
-                or not entry.get('reason'):
-            raise ValueError(f'{config}: deviations.{key} needs a value and '
-                             'a reason.')
-        recipe = rows.get(key, {}).get('value')
-        if key in rows and _same(recipe, entry['value']):
-            raise ValueError(f'{config}: deviation {key} = {entry["value"]!r}'
-                             ' equals the recipe value it replaces.')
-        rows[key] = dict(entry, recipe=recipe)
-    absent = {key.split('.')[1] for key, entry in rows.items()
-              if key.startswith('views.') and key.endswith('.num')
-              and entry['value'] is None}
-    return {key: entry for key, entry in rows.items()
-            if not (key.startswith('views.') and key.split('.')[1] in absent)}
-
-
-def _same(a: Any, b: Any, rel: float = 1e-9) -> bool:
-    """Equal, floats to ``rel`` relative tolerance, lists element-wise."""
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y, rel) for x, y in
-                                        zip(a, b))
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a is b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
-    return a == b
-
-
-same_value = _same

@@ -4,12 +4,11 @@ import numpy as np
 import pytest
 import torch
 from mmpretrain.datasets.transforms import RandomResizedCrop
-from mmpretrain.registry import MODELS
 from scipy import stats
 
-from pmsn_mm.models.utils import (color_jitter, resized_crop_flip,
-                                  sample_color_params, sample_crop_boxes)
-from pmsn_mm.models.utils.batch_augment import crop_corners, device_constant
+from pmsn_mm.models.data_preprocessors.batch_augment import (
+    color_jitter, crop_corners, device_constant, resized_crop_flip,
+    sample_color_params, sample_crop_boxes)
 
 N = 4000
 
@@ -170,69 +169,3 @@ def test_color_jitter_rate():
     assert not bool(changed_rows[~params['apply']].any())
     none = sample_color_params(8, 0.4, 0.4, prob=0.0)
     torch.testing.assert_close(color_jitter(x[:8], none), x[:8])
-
-
-def _preprocessor(**kwargs):
-    cfg = dict(type='BatchAugmentPreprocessor', mean=[100.0], std=[50.0])
-    cfg.update(kwargs)
-    return MODELS.build(cfg)
-
-
-def test_preprocessor_flip_rate_and_views():
-    pre = _preprocessor(
-        num_views=3, crop_scale=(1.0, 1.0), crop_ratio=(1.0, 1.0),
-        flip_prob=0.5, jitter_prob=0.0)
-    torch.manual_seed(0)
-    imgs = torch.randint(0, 256, (N, 1, 6, 6), dtype=torch.uint8)
-    views = pre(dict(inputs=imgs, data_samples=None), True)['inputs']
-    assert len(views) == 3
-    norm = (imgs.float() - 100.0) / 50.0
-    for view in views:
-        assert view.shape == (N, 1, 6, 6)
-        same = torch.isclose(view, norm, atol=1e-4).flatten(1).all(1)
-        mirrored = torch.isclose(view, norm.flip(-1), atol=1e-4).flatten(1)
-        mirrored = mirrored.all(1)
-        assert bool((same | mirrored).all())
-        rate = mirrored.float().mean().item()
-        assert abs(rate - 0.5) < 4 * (0.25 / N)**0.5
-    none = _preprocessor(crop_scale=(1.0, 1.0), crop_ratio=(1.0, 1.0),
-                         flip_prob=0.0, jitter_prob=0.0)
-    for view in none(dict(inputs=imgs, data_samples=None), True)['inputs']:
-        torch.testing.assert_close(view, norm)
-
-
-def test_preprocessor_eval_normalises_only_and_output_size():
-    pre = _preprocessor(size=4)
-    imgs = torch.randint(0, 256, (3, 1, 6, 6), dtype=torch.uint8)
-    out = pre(dict(inputs=imgs, data_samples=None), False)['inputs']
-    torch.testing.assert_close(out, (imgs.float() - 100.0) / 50.0)
-    views = pre(dict(inputs=[imgs], data_samples=None), True)['inputs']
-    assert [v.shape for v in views] == [(3, 1, 4, 4)] * 2
-
-
-def test_preprocessor_seed_is_reproducible():
-    imgs = torch.randint(0, 256, (8, 1, 6, 6), dtype=torch.uint8)
-    a = _preprocessor(seed=3)(dict(inputs=imgs, data_samples=None), True)
-    b = _preprocessor(seed=3)(dict(inputs=imgs, data_samples=None), True)
-    for x, y in zip(a['inputs'], b['inputs']):
-        torch.testing.assert_close(x, y)
-    assert not torch.equal(a['inputs'][0], a['inputs'][1])
-
-
-def test_preprocessor_rejects_multiview_input():
-    imgs = torch.zeros(2, 1, 6, 6, dtype=torch.uint8)
-    with pytest.raises(ValueError, match='PackInputs'):
-        _preprocessor()(dict(inputs=[imgs, imgs], data_samples=None), True)
-
-
-@pytest.mark.parametrize('kwargs, match', [
-    (dict(num_views=0), 'num_views'),
-    (dict(size=0), 'size'),
-    (dict(flip_prob=1.5), 'flip_prob'),
-    (dict(jitter_prob=-0.1), 'jitter_prob'),
-    (dict(brightness=-1.0), 'brightness'),
-    (dict(crop_scale=(0.9, 0.5)), 'scale'),
-])
-def test_preprocessor_errors(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        _preprocessor(**kwargs)

@@ -7,10 +7,12 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from pmsn_mm.utils import (WorkDirPlan, discard_moved, existing_checkpoints,
-                           find_resume_checkpoint, is_complete_checkpoint,
-                           move_aside, newest_checkpoint, prepare_work_dir,
-                           restore_moved)
+from pmsn_mm.engine.work_dir import (WorkDirPlan, discard_moved,
+                                     existing_checkpoints,
+                                     find_resume_checkpoint,
+                                     is_complete_checkpoint, move_aside,
+                                     newest_checkpoint, prepare_work_dir,
+                                     restore_moved)
 
 
 def _touch(folder, *names):

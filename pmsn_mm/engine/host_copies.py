@@ -6,7 +6,7 @@ until the data is staged, and a copy that has to wait for queued kernels
 drains the launch queue; a training step should upload only its batch,
 once, ``non_blocking`` from pinned memory. On a CPU such copies are
 invisible (``x.to('cpu')`` returns ``x``), and an aten-level counter
-(:class:`~pmsn_mm.utils.op_counter.OpCounter`) cannot tell host data from
+(:class:`~pmsn_mm.engine.op_counter.OpCounter`) cannot tell host data from
 device data either. :class:`HostCopyCounter` is a ``TorchFunctionMode``
 that follows where each tensor *lives in the modelled run* instead:
 

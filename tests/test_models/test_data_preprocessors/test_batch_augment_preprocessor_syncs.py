@@ -18,10 +18,11 @@ from mmpretrain.structures import DataSample
 
 from pmsn_mm.datasets.padded_collate import padded_collate
 from pmsn_mm.datasets.sample_data import class_image
-from pmsn_mm.models.utils import (BatchAugmentPreprocessor, color_jitter,
-                                  sample_color_params)
-from pmsn_mm.models.utils.batch_augment import rotate_hue
-from pmsn_mm.utils.op_counter import OpCounter
+from pmsn_mm.engine.op_counter import OpCounter
+from pmsn_mm.models.data_preprocessors import (BatchAugmentPreprocessor,
+                                               color_jitter,
+                                               sample_color_params)
+from pmsn_mm.models.data_preprocessors.batch_augment import rotate_hue
 
 pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 

@@ -16,11 +16,13 @@ from torchvision.transforms import ColorJitter as TVColorJitter
 
 from pmsn_mm.datasets.sample_data import class_image
 from pmsn_mm.datasets.transforms import adjust_hue
-from pmsn_mm.models.utils import (color_jitter, gaussian_blur,
-                                  random_grayscale, replicate_edges,
-                                  resized_crop_flip, sample_color_params,
-                                  sample_crop_boxes, solarize)
-from pmsn_mm.models.utils.batch_augment import rotate_hue
+from pmsn_mm.models.data_preprocessors import (color_jitter, gaussian_blur,
+                                               random_grayscale,
+                                               replicate_edges,
+                                               resized_crop_flip,
+                                               sample_color_params,
+                                               sample_crop_boxes, solarize)
+from pmsn_mm.models.data_preprocessors.batch_augment import rotate_hue
 
 N = 4000
 #: (height, width) of a mixed batch: landscape, portrait, square, tiny
@@ -319,16 +321,3 @@ def test_views_come_in_order_and_from_their_own_image():
         for i, level in enumerate(levels):
             torch.testing.assert_close(view[i], torch.full_like(
                 view[i], float(level)))
-
-
-def test_group_settings_are_checked():
-    with pytest.raises(ValueError, match=r"views\[1\] has unknown keys "
-                       r"\['sigma'\]"):
-        MODELS.build(dict(type='BatchAugmentPreprocessor',
-                          views=[dict(), dict(sigma=1.0)]))
-    with pytest.raises(ValueError, match=r'views\[0\] hue must be in '
-                       r'\[0, 0.5\]'):
-        MODELS.build(dict(type='BatchAugmentPreprocessor',
-                          views=[dict(hue=0.7)]))
-    with pytest.raises(ValueError, match='at least one view group'):
-        MODELS.build(dict(type='BatchAugmentPreprocessor', views=[]))

@@ -13,7 +13,10 @@ must match: the evaluation table's values are scoped by dotted prefixes
 ``configs/recipes/evaluation.yaml``. ``tests/test_configs/
 test_recipes_evaluation.py`` compares the two for every listed config.
 
-Not imported by ``import pmsn_mm``.
+Registration: this module imports :mod:`pmsn_mm.models`,
+:mod:`pmsn_mm.datasets` and :mod:`pmsn_mm.engine`, whose classes the probe
+configs name; it never imports the package back. Not imported by
+``import pmsn_mm``.
 """
 import copy
 import logging
@@ -28,8 +31,9 @@ from mmengine.registry import init_default_scope
 from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
 
-from .recipe import (_NAME_BATCH, _round, quiet_current_logger, same_value,
-                     scheduler_curves)
+from .. import datasets, engine, models  # noqa: F401  (registered classes)
+from .building import quiet_current_logger, scheduler_curves
+from .tables import name_batch, round_value, same_value
 
 #: Transforms that read or pack data and change no pixel.
 _NO_PIXELS = ('LoadImageFromFile', 'PackInputs')
@@ -229,8 +233,11 @@ def _lr_curve(cfg: Config, wrapper: Any) -> Tuple[List[float], str]:
     return curve, 'epoch' if by_epoch else 'iter'
 
 
-def _schedule(curve: List[float]) -> Dict[str, Any]:
+def name_lr_schedule(curve: List[float]) -> Dict[str, Any]:
     """Name a per-epoch lr curve: VISSL's multistep or cosine.
+
+    Args:
+        curve: The lr of every epoch.
 
     Raises:
         ValueError: If it is neither.
@@ -238,7 +245,7 @@ def _schedule(curve: List[float]) -> Dict[str, Any]:
     start, n = curve[0], len(curve)
     steps = [e for e in range(1, n)
              if not math.isclose(curve[e], curve[e - 1], rel_tol=1e-9)]
-    ratios = {_round(curve[e] / curve[e - 1]) for e in steps}
+    ratios = {round_value(curve[e] / curve[e - 1]) for e in steps}
     if len(ratios) <= 1:
         return dict(probe_schedule='multistep' if steps else 'constant',
                     probe_milestones=steps or None,
@@ -252,7 +259,7 @@ def _schedule(curve: List[float]) -> Dict[str, Any]:
     if all(math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12)
            for a, b in zip(curve, cosine)):
         return dict(probe_schedule='cosine', probe_milestones=None,
-                    probe_gamma=None, probe_lr_end=_round(end))
+                    probe_gamma=None, probe_lr_end=round_value(end))
     raise ValueError(f'the lr curve {curve} is neither multistep nor '
                      'cosine.')
 
@@ -350,16 +357,8 @@ def _data(cfg: Config) -> Dict[str, Any]:
 
 def _batches(cfg: Config) -> Dict[str, Any]:
     """Global train / test batches from the name ``{N}xb{B}``."""
-    name = osp.basename(cfg.filename or '')
-    match = _NAME_BATCH.search(name)
-    if match is None:
-        raise ValueError(f'{name!r}: the config name has no "{{N}}xb{{B}}" '
-                         '(GPUs x per-GPU batch).')
-    gpus, per_gpu = int(match.group(1)), int(match.group(2))
-    if cfg.train_dataloader.batch_size != per_gpu:
-        raise ValueError(f'{name}: the name says {per_gpu} images per GPU, '
-                         'train_dataloader.batch_size is '
-                         f'{cfg.train_dataloader.batch_size}.')
+    gpus, per_gpu = name_batch(cfg.filename or '',
+                               cfg.train_dataloader.batch_size)
     return dict(probe_batch=gpus * per_gpu,
                 probe_test_batch=gpus * cfg.val_dataloader.batch_size,
                 probe_lr_base_batch=(cfg.get('auto_scale_lr') or
@@ -380,7 +379,6 @@ def resolve_probe_recipe(cfg: Config) -> Dict[str, Any]:
         ValueError: If the config is not a linear probe this module can
             read (the message says what is missing).
     """
-    import pmsn_mm  # noqa: F401  (registers the probe parts)
     init_default_scope(cfg.get('default_scope', 'mmpretrain'))
     model, preprocessor = build_probe_model(cfg)
     with torch.no_grad():
@@ -409,10 +407,10 @@ def resolve_probe_recipe(cfg: Config) -> Dict[str, Any]:
     out.update(optim)
     curve, update = _lr_curve(cfg, wrapper)
     out.update(probe_epochs=cfg.train_cfg.max_epochs, probe_lr_update=update)
-    out.update(_schedule(curve))
+    out.update(name_lr_schedule(curve))
     out.update(_batches(cfg))
     out.update(_data(cfg))
-    return {k: _round(v) for k, v in out.items()}
+    return {k: round_value(v) for k, v in out.items()}
 
 
 # ------------------------------------------------------- the evaluation table
@@ -455,9 +453,9 @@ def scopes_of(table: dict, config: str) -> List[str]:
     """
     entry = table['configs'][config]
     enc, rep, data = (entry[k] for k in ENTRY_KEYS)
-    datasets = [data] if isinstance(data, str) else list(data)
+    names = [data] if isinstance(data, str) else list(data)
     fam = family_of(table, enc)
-    return (['', fam] + datasets + [f'{fam}.{d}' for d in datasets] +
+    return (['', fam] + names + [f'{fam}.{d}' for d in names] +
             [enc, f'{enc}.{rep}'])
 
 

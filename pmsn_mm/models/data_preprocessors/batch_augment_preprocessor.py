@@ -6,67 +6,11 @@ from mmpretrain.models.utils import SelfSupDataPreprocessor
 from mmpretrain.registry import MODELS
 from torch import Tensor
 
-from ...utils.validation import (check_int, check_number, check_probability,
-                                 check_range_pair)
+from ...utils.view_groups import check_view_groups
 from .batch_augment import (color_jitter, color_params, crop_corners,
                             crop_resize, device_constant, gaussian_blur,
                             random_grayscale, replicate_edges, solarize)
 from .batch_cast_preprocessor import cast_batch
-
-#: Settings of one group of views and their defaults (no augmentation
-#: beyond the crop unless asked for).
-VIEW_DEFAULTS = dict(
-    num_views=1,
-    size=None,
-    scale=(0.08, 1.0),
-    ratio=(3. / 4., 4. / 3.),
-    flip_prob=0.5,
-    jitter_prob=0.0,
-    brightness=0.0,
-    contrast=0.0,
-    saturation=0.0,
-    hue=0.0,
-    grayscale_prob=0.0,
-    blur_prob=0.0,
-    blur_sigma=(0.1, 2.0),
-    solarize_prob=0.0,
-    solarize_threshold=128.0)
-
-
-def check_view_group(group: dict, where: str = 'views') -> dict:
-    """A view group with defaults filled in and every setting checked.
-
-    Args:
-        group: Settings of :data:`VIEW_DEFAULTS` (unknown keys refused).
-        where: Name of the group for messages, e.g. ``'views[2]'``.
-
-    Returns:
-        The complete settings dict.
-    """
-    unknown = sorted(set(group) - set(VIEW_DEFAULTS))
-    if unknown:
-        raise ValueError(f'{where} has unknown keys {unknown}; valid keys: '
-                         f'{", ".join(VIEW_DEFAULTS)}.')
-    out = dict(VIEW_DEFAULTS, **group)
-    out['num_views'] = check_int(f'{where} num_views', out['num_views'], 1)
-    if out['size'] is not None:  # None: the input side
-        out['size'] = check_int(f'{where} size', out['size'], 1)
-    out['scale'] = check_range_pair(f'{where} scale', out['scale'], 0.0, 1.0,
-                                    low_open=True)
-    out['ratio'] = check_range_pair(f'{where} ratio', out['ratio'], 0.0,
-                                    low_open=True)
-    out['blur_sigma'] = check_range_pair(f'{where} blur_sigma',
-                                         out['blur_sigma'], 0.0,
-                                         low_open=True)
-    for name in ('flip_prob', 'jitter_prob', 'grayscale_prob', 'blur_prob',
-                 'solarize_prob'):
-        out[name] = check_probability(f'{where} {name}', out[name])
-    for name in ('brightness', 'contrast', 'saturation'):
-        out[name] = check_number(f'{where} {name}', out[name], 0.0)
-    out['hue'] = check_number(f'{where} hue', out['hue'], 0.0, 0.5)
-    out['solarize_threshold'] = check_number(f'{where} solarize_threshold',
-                                             out['solarize_threshold'])
-    return out
 
 
 @MODELS.register_module()
@@ -78,8 +22,9 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
     ``PackInputs`` and the ``padded_collate`` of mixed sizes for real
     images; ``PackInputs`` alone for the in-memory toy set), and, in
     training, this pre-processor produces every view of the batch on the
-    model's device with :mod:`~pmsn_mm.models.utils.batch_augment`: per
-    group, random resized crops in each image's own coordinates (the
+    model's device with
+    :mod:`~pmsn_mm.models.data_preprocessors.batch_augment`: per group,
+    random resized crops in each image's own coordinates (the
     padding of a mixed-size batch never enters a crop), flip, colour
     jitter (brightness, contrast, saturation, hue in a random order per
     image), random grayscale, Gaussian blur, solarize, then normalisation.
@@ -100,7 +45,8 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
             mean=..., std=..., to_rgb=True)
 
     Args:
-        views: View groups, each a dict of :data:`VIEW_DEFAULTS` settings
+        views: View groups, each a dict of the settings of
+            :data:`pmsn_mm.utils.view_groups.VIEW_DEFAULTS`
             (``num_views``, ``size``, ``scale``, ``ratio``, ``flip_prob``,
             ``jitter_prob``, ``brightness``, ``contrast``, ``saturation``,
             ``hue``, ``grayscale_prob``, ``blur_prob``, ``blur_sigma``,
@@ -138,12 +84,7 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
                           ratio=crop_ratio, flip_prob=flip_prob,
                           jitter_prob=jitter_prob, brightness=brightness,
                           contrast=contrast)]
-        if not views:
-            raise ValueError('views must hold at least one view group.')
-        self.views: List[dict] = [
-            check_view_group(dict(group), f'views[{i}]')
-            for i, group in enumerate(views)
-        ]
+        self.views: List[dict] = check_view_groups(views)
         self.seed = seed
         self._generator: Optional[torch.Generator] = None
 

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from pmsn_mm.utils import (get_rng_state, rng_state_from_checkpoint,
-                           rng_state_to_checkpoint, set_rng_state)
+from pmsn_mm.engine.rng_state import (get_rng_state, rng_state_from_checkpoint,
+                                      rng_state_to_checkpoint, set_rng_state)
 
 
 def _draw():

@@ -6,7 +6,7 @@ import os.path as osp
 import pytest
 from mmengine.config import Config
 
-from pmsn_mm.utils import check_config_values
+from pmsn_mm.config import check_config_values
 from tests._configs import REPO
 from tests._tools import load_tool
 

@@ -9,7 +9,8 @@ import pytest
 import torch
 from mmengine.logging import HistoryBuffer, MessageHub
 
-from pmsn_mm.utils import checkpoint_safe_globals, restricted_getattr
+from pmsn_mm.engine.checkpoint import (checkpoint_safe_globals,
+                                       restricted_getattr)
 
 
 def _mmengine_like_checkpoint() -> dict:

@@ -7,8 +7,9 @@ import torch
 from mmengine.fileio import get_file_backend
 from mmengine.runner.checkpoint import save_checkpoint
 
-from pmsn_mm.utils import (AtomicLocalBackend, atomic_write_bytes,
-                           register_atomic_backend)
+from pmsn_mm.engine.atomic_file_backend import (AtomicLocalBackend,
+                                                atomic_write_bytes,
+                                                register_atomic_backend)
 
 
 def test_write_replaces_the_file_and_leaves_no_temporary(tmp_path):

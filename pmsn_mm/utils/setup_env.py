@@ -1,0 +1,55 @@
+"""pmsn_mm's import-time setup, in one function (as mmpretrain's
+``mmpretrain/utils/setup_env.py``).
+
+``import pmsn_mm`` calls :func:`register_all_modules` once; every step of
+what importing the package changes outside it is listed there, in order.
+This module imports nothing heavy at its top: the first step must run before
+anything imports mmcv or mmpretrain.
+"""
+from .upstream_notes import filter_upstream_import_warnings
+
+
+def register_all_modules() -> None:
+    """Set up everything ``import pmsn_mm`` promises, in this order.
+
+    1. Filter mmcv-lite's ``MultiScaleDeformableAttention`` import warning
+       (:func:`~pmsn_mm.utils.upstream_notes.filter_upstream_import_warnings`)
+       before anything imports mmcv.
+    2. Allow-list the exact non-tensor types mmengine training checkpoints
+       hold, so ``--resume`` works with ``torch.load(weights_only=True)``
+       (:func:`~pmsn_mm.engine.checkpoint.allow_checkpoint_globals`).
+    3. Register the ``'atomic_local'`` file backend, atomic checkpoint writes
+       (:func:`~pmsn_mm.engine.atomic_file_backend.register_atomic_backend`).
+    4. Import :mod:`pmsn_mm.datasets`, :mod:`pmsn_mm.engine`,
+       :mod:`pmsn_mm.evaluation` and :mod:`pmsn_mm.models`, which registers
+       every pmsn_mm class into mmpretrain's registries (``MODELS``,
+       ``DATASETS``, ``DATA_SAMPLERS``, ``HOOKS``, ``TRANSFORMS``,
+       ``METRICS``, ...).
+    5. **Wrap the** ``__init__`` **of every registered pmsn_mm class** so that
+       an unknown config key raises a ``TypeError`` naming the valid keys
+       (:func:`~pmsn_mm.config.config_keys.apply_strict_config_keys`).
+       Nothing in a class's own file shows this: ``cls.__init__`` is a
+       ``functools.wraps`` wrapper of the constructor written there, which
+       runs unchanged once the keys are checked.
+    6. Register the model index (``model-index.yml``) in mmpretrain's
+       ``ModelHub``, so ``mmpretrain.list_models('*pmsn*')`` and
+       ``mmpretrain.get_model(name)`` know the pretraining configs
+       (:func:`~pmsn_mm.utils.model_index.register_model_index`).
+
+    Every step is idempotent, so calling this again changes nothing.
+    """
+    filter_upstream_import_warnings()
+
+    from pmsn_mm.engine.atomic_file_backend import register_atomic_backend
+    from pmsn_mm.engine.checkpoint import allow_checkpoint_globals
+    allow_checkpoint_globals()
+    register_atomic_backend()
+
+    import pmsn_mm.datasets  # noqa: F401
+    import pmsn_mm.engine  # noqa: F401
+    import pmsn_mm.evaluation  # noqa: F401
+    import pmsn_mm.models  # noqa: F401
+    from pmsn_mm.config.config_keys import apply_strict_config_keys
+    from .model_index import register_model_index
+    apply_strict_config_keys()
+    register_model_index()
