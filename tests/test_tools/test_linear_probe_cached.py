@@ -1,18 +1,18 @@
-"""tools/linear_probe_cached.py: same probes as online training, faster."""
-import glob
+"""tools/linear_probe_cached.py: same probes as online training, faster.
+
+The checks and classes it calls are tested in
+``tests/test_evaluation/test_cached_probe.py`` and ``test_cached_features.py``.
+"""
 import importlib.util
 import os.path as osp
 
 import pytest
 import torch
 from mmengine.config import Config
-from mmengine.registry import init_default_scope
 from mmengine.runner import Runner
-from mmpretrain.registry import MODELS
 
 from tests._configs import REPO
-from tests._linear_probe_toy import (BENCHMARKS, TINY_RESNET, TINY_VIT,
-                                     save_pmsn_vit_checkpoint,
+from tests._linear_probe_toy import (save_pmsn_vit_checkpoint,
                                      write_toy_probe_config)
 
 ZERO_INIT = dict(type='Constant', layer='Linear', val=0.0, bias=0.0)
@@ -117,56 +117,8 @@ def test_random_train_pipeline_is_refused(toy, tmp_path):
         _tool().main([flip, ckpt, '--work-dir', str(tmp_path)])
 
 
-@pytest.mark.parametrize('path', sorted(glob.glob(
-    osp.join(BENCHMARKS, 'vit-small-p16-lastcls_*-linear-*.py'))),
-    ids=osp.basename)
-def test_vissl_configs_need_use_test_pipeline(path):
+def test_arguments(tmp_path):
     tool = _tool()
-    cfg = Config.fromfile(path)
-    with pytest.raises(ValueError, match='--use-test-pipeline'):
-        tool.prepare_config(cfg)
-    fast = tool.prepare_config(cfg, use_test_pipeline=True)
-    train = tool.dataset_pipeline(fast.train_dataloader.dataset)
-    assert train == tool.dataset_pipeline(cfg.val_dataloader.dataset)
-    # the original config is untouched
-    assert any(t['type'] == 'RandomFlip' for t in tool.dataset_pipeline(
-        cfg.train_dataloader.dataset))
-
-
-def _tiny(backbone):
-    init_default_scope('mmpretrain')
-    return MODELS.build(dict(
-        type='ImageClassifier', backbone=backbone,
-        neck=dict(type='AdaptivePoolNeck') if backbone['type'] == 'ResNet'
-        else None,
-        head=dict(type='MultiLinearProbeHead', num_classes=3,
-                  in_channels=32 if backbone['type'] != 'ResNet' else 64)))
-
-
-def test_only_frozen_eval_mode_encoders_are_cached():
-    check = _tool().check_frozen
-    check(_tiny(dict(type='VisionTransformer', **TINY_VIT, frozen_stages=4)))
-    check(_tiny(dict(type='ResNet', **TINY_RESNET, frozen_stages=4,
-                     norm_eval=True)))
-    with pytest.raises(ValueError, match='parameters are trainable'):
-        check(_tiny(dict(type='VisionTransformer', **TINY_VIT)))
-    # frozen weights, but BatchNorm would normalise with batch statistics
-    resnet = _tiny(dict(type='ResNet', **TINY_RESNET))
-    resnet.backbone.requires_grad_(False)
-    with pytest.raises(ValueError, match='BatchNorm'):
-        check(resnet)
-    with pytest.raises(ValueError, match='drop_path'):
-        check(_tiny(dict(type='VisionTransformer', **TINY_VIT,
-                         frozen_stages=4, drop_path_rate=0.1)))
-
-
-def test_set_pretrained_and_arguments(tmp_path):
-    tool = _tool()
-    cfg = dict(backbone=dict(init_cfg=dict(type='Pretrained', checkpoint='')),
-               neck=dict(init_cfg=[dict(type='Pretrained', checkpoint='')]),
-               head=dict(init_cfg=dict(type='Normal')))
-    assert tool.set_pretrained(cfg, 'x.pth') == 2
-    assert cfg['neck']['init_cfg'][0]['checkpoint'] == 'x.pth'
     with pytest.raises(ValueError, match='--online-iters must be >= 0'):
         tool.main(['cfg.py', 'ckpt', '--online-iters', '-1'])
     with pytest.raises(SystemExit) as exc:
