@@ -11,11 +11,14 @@ step, next to mmengine's read of the loss values), and its op count must not
 grow with the batch (no per-sample Python loops)."""
 import logging
 import os.path as osp
+from types import SimpleNamespace
 from typing import Dict
 
 import pytest
+import torch
 from mmengine.config import Config
 from mmengine.logging import MMLogger
+from torch import nn
 
 from tests._config_runs import shrink_model
 from tests._configs import CONFIGS
@@ -166,3 +169,52 @@ def test_main_prints_a_row_per_phase(capsys):
         assert phase in out
     assert result['images_per_s'] > 0 and 0 < result['views_share'] < 1
     assert set(result['seconds']) == set(result['counts'])
+
+
+def test_floor_times_a_pmsn_step_against_its_encoder_passes(capsys):
+    result = _tool().main([
+        osp.join(CONFIGS, TOY), '--batch-size', '2', '--repeats', '2',
+        '--device', 'cpu', '--floor'
+    ])
+    floor = result['floor']
+    assert floor['median_step_s'] > 0 and floor['median_floor_s'] > 0
+    assert floor['overhead'] == pytest.approx(
+        floor['median_step_s'] / floor['median_floor_s'] - 1)
+    assert floor['overhead_cpu'] == pytest.approx(
+        floor['median_step_cpu_s'] / floor['median_floor_cpu_s'] - 1)
+    assert 'overhead of the step over its floor' in capsys.readouterr().out
+
+
+def test_floor_step_runs_the_encoder_on_every_view():
+    """The floor's passes, against the views counted by hand: the target
+    sees the first view, the online encoder the rest (random ones
+    patch-dropped), and every online parameter gets a gradient."""
+    class Encoder(nn.Module):
+
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.ones(()))
+            self.calls = []
+
+        def forward(self, x, mask_ratio=0.0):
+            self.calls.append((x.shape[0], mask_ratio))
+            return (x.flatten(1) * self.w, )
+
+    model = nn.Module()
+    model.backbone = Encoder()
+    model.neck = nn.Identity()
+    model.target_net = Encoder()
+    model.num_random_views, model.mask_ratio = 2, 0.3
+    views = [torch.ones(3, 1, 2, 2) for _ in range(5)]
+    _tool().floor_step(model, views)
+    assert model.target_net.calls == [(3, 0.0)]
+    # 2 random views (masked) in one batch, 2 focal views unmasked
+    assert model.backbone.calls == [(6, 0.3), (6, 0.0)]
+    assert model.backbone.w.grad == 4 * 3 * 4  # sum over 4 views of 3x4
+    assert model.target_net.w.grad is None
+
+
+def test_floor_refuses_a_model_without_an_ema_target():
+    with pytest.raises(ValueError, match='--floor needs a PMSN or MSN'):
+        _tool().time_step_and_floor(
+            SimpleNamespace(model=object()), {}, 1)

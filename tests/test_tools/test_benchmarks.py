@@ -19,34 +19,6 @@ def _load(name):
     return module
 
 
-def test_pmsn_step_benchmark_reports_numbers(capsys):
-    bench = _load('benchmark_pmsn_step')
-    cfg = osp.join(CONFIGS, 'pmsn',
-                   'pmsn_vit-mini-p4_1xb64-cpu-toy_power-law-overlay.py')
-    result = bench.main([cfg, '--batch-size', '4', '--steps', '2',
-                         '--warmup', '1', '--device', 'cpu', '--floor'])
-    assert result['views'] == 2 and result['batch'] == 4
-    assert result['median_step_s'] > 0 and result['images_per_s'] > 0
-    assert result['median_floor_s'] > 0
-    assert result['overhead'] == pytest.approx(
-        result['median_step_s'] / result['median_floor_s'] - 1)
-    out = capsys.readouterr().out
-    assert 'images/s' in out and 'overhead of the step over its floor' in out
-
-
-def test_pmsn_step_benchmark_reads_the_views_of_a_config():
-    from mmengine.config import Config
-    bench = _load('benchmark_pmsn_step')
-    paper = Config.fromfile(
-        osp.join(CONFIGS, 'pmsn',
-                 'pmsn_vit-small-p16_32xb128-300e_inat18-power-law.py'))
-    assert bench.view_shapes(paper) == [(3, 224)] * 2 + [(3, 96)] * 10
-    toy = Config.fromfile(osp.join(
-        CONFIGS, 'pmsn',
-        'pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py'))
-    assert bench.view_shapes(toy) == [(1, 20)] * 2  # BatchAugmentPreprocessor
-
-
 def test_sampler_benchmark_runs_small():
     out = subprocess.run([
         sys.executable,
@@ -77,10 +49,17 @@ def test_pipeline_benchmark_runs_small(tmp_path, capsys):
         osp.join(REPO, 'tools', 'benchmarks', 'benchmark_pipeline.py'))
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
+    toy = osp.join(
+        CONFIGS, 'pmsn',
+        'pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py')
     result = bench.main(['--images', '4', '--repeats', '1', '--batch-size',
-                         '2', '--work-dir', str(tmp_path)])
+                         '2', '--work-dir', str(tmp_path), '--device', 'cpu',
+                         '--step', toy])
     for key in ('decode_pil_ms', 'decode_cv2_ms', 'per_sample_ms',
-                'batched_loader_ms', 'draw_views_ms'):
+                'batched_loader_ms', 'draw_views_ms', 'step_ms'):
         assert result[key] > 0, key
+    assert result['draw_over_step'] == pytest.approx(
+        result['draw_views_ms'] / result['step_ms'])
     out = capsys.readouterr().out
     assert 'batched-path loader' in out and 'drawing the 12 views' in out
+    assert 'drawing the views =' in out

@@ -15,8 +15,9 @@ in one process on one CPU core, medians over ``--repeats`` passes:
 
 Then, on ``--device``: the time ``BatchAugmentPreprocessor`` (MSN's views)
 takes to draw all views of a batch of ``--batch-size`` decoded images, and
-with ``--step CONFIG`` the PMSN training step of that config on views of
-the same batch size (``benchmark_pmsn_step.py``), and the ratio of the two.
+with ``--step CONFIG`` the training step of that config after its views
+(forward+loss to target update, ``benchmark_step.py``) at the same batch
+size, and the ratio of the two.
 
 Example::
 
@@ -95,8 +96,8 @@ def _cv2_decode(path: str) -> np.ndarray:
 
 def _step_tool():
     spec = importlib.util.spec_from_file_location(
-        'benchmark_pmsn_step', osp.join(osp.dirname(__file__),
-                                        'benchmark_pmsn_step.py'))
+        'benchmark_step', osp.join(osp.dirname(__file__),
+                                   'benchmark_step.py'))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -189,11 +190,14 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     if args.step:
         # the step tool builds an optimiser, which logs every parameter
         MMLogger.get_current_instance().setLevel(logging.WARNING)
-        step = _step_tool().main([
+        tool = _step_tool()
+        step = tool.main([
             args.step, '--batch-size', str(args.batch_size), '--device',
-            str(device), '--steps', str(args.repeats), '--warmup', '1'
+            str(device), '--repeats', str(args.repeats)
         ])
-        result['step_ms'] = step['median_step_s'] * 1e3
+        result['step_ms'] = sum(
+            step['seconds'][name] for name in tool.FLOOR_PHASES
+            if name in step['seconds']) * 1e3
         result['draw_over_step'] = result['draw_views_ms'] / result['step_ms']
         lines.append(
             f'  PMSN step of {osp.basename(args.step)} at batch '

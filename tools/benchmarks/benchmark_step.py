@@ -37,8 +37,20 @@ peak RSS on CPU), images/s of the whole step and the share of the step
 spent drawing views. ``AmpOptimWrapper`` (and pmsn_mm's
 ``DeviceAwareAmpOptimWrapper``) is replaced by a plain ``OptimWrapper``:
 ``--amp bf16`` autocasts forward+loss itself and needs no loss scaler.
-``tools/benchmarks/benchmark_pmsn_step.py`` times a PMSN step against its
-floor (the bare encoder passes) instead.
+
+With ``--floor`` (PMSN and MSN models: an EMA ``target_net``, patch-dropped
+random anchor views) it then times the **step** after the data
+pre-processor (forward+loss, backward, grad clip, optimizer, target update:
+what a training iteration runs between the views and the hooks) against
+its **floor** on the same views: the online encoder's (backbone + neck)
+forward and backward on the anchor views with the same patch-drop, plus the
+target encoder's no-grad forward on the target view. The two run
+alternately in ABBA order (so that load on the machine hits both alike),
+``--repeats`` rounds after one untimed round, and it prints the medians and
+the overhead ``step / floor - 1`` of wall-time and of process CPU-time
+medians. On a CPU shared with other jobs, ``--threads 1`` gives stable
+numbers: with more threads the OpenMP threads wait for each other whenever
+one is descheduled.
 
 Examples::
 
@@ -48,6 +60,10 @@ Examples::
     python tools/benchmarks/benchmark_step.py \\
         configs/pmsn/pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py\\
         --device cpu --batch-size 8
+    # a PMSN step against its floor (the bare encoder passes)
+    python tools/benchmarks/benchmark_step.py \\
+        configs/pmsn/pmsn_vit-small-p16_32xb128-300e_inat18-power-law.py \\
+        --batch-size 8 --floor --threads 1
 """
 import argparse
 import contextlib
@@ -394,6 +410,106 @@ def time_phases(env: types.SimpleNamespace, data: dict,
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+def _encode(model: torch.nn.Module, views: List[torch.Tensor],
+            mask_ratio: float) -> torch.Tensor:
+    x = torch.cat(views)
+    feats = model.backbone(x, mask_ratio=mask_ratio) \
+        if mask_ratio > 0 else model.backbone(x)
+    return model.neck(feats)[0]
+
+
+def floor_step(model: torch.nn.Module, views: List[torch.Tensor]) -> None:
+    """The floor of a PMSN/MSN step: the bare encoder passes.
+
+    The online backbone + neck forward and backward on the anchor views (the
+    random ones patch-dropped as the model does), the target's no-grad
+    forward on the target view; gradients are left in ``.grad``.
+
+    Args:
+        model: A PMSN or MSN model (``target_net``, ``num_random_views``,
+            ``mask_ratio``).
+        views: The views ``model.loss`` receives, target first: tensors of
+            shape (B, C, H, W).
+    """
+    num_random = model.num_random_views
+    with torch.no_grad():
+        model.target_net(views[0])
+    anchors = [_encode(model, views[1:1 + num_random], model.mask_ratio)]
+    if len(views) > 1 + num_random:
+        anchors.append(_encode(model, views[1 + num_random:], 0.0))
+    torch.cat(anchors).sum().backward()
+
+
+#: The phases of a step that ``--floor`` times against the floor.
+FLOOR_PHASES = ('forward+loss', 'backward', 'grad clip', 'optimizer',
+                'target update')
+
+
+def time_step_and_floor(env: types.SimpleNamespace, data: dict,
+                        repeats: int) -> Dict[str, float]:
+    """Median wall and CPU seconds of the step and of its floor.
+
+    The views are drawn once (for each); the step (:data:`FLOOR_PHASES`) and
+    :func:`floor_step` then run in ABBA order, ``repeats`` rounds after one
+    untimed round, the device synchronised around each; gradients are
+    cleared untimed after each.
+
+    Args:
+        env: :func:`build_step`'s namespace (a PMSN or MSN model).
+        data: A collated batch.
+        repeats: Timed rounds (>= 1).
+
+    Returns:
+        ``median_step_s``, ``median_floor_s``, ``overhead`` and their CPU-time
+        counterparts ``median_step_cpu_s``, ``median_floor_cpu_s``,
+        ``overhead_cpu``.
+    """
+    model = env.model
+    missing = [a for a in ('target_net', 'num_random_views', 'mask_ratio')
+               if not hasattr(model, a)]
+    if missing:
+        raise ValueError(
+            f'--floor needs a PMSN or MSN model (target_net, '
+            f'num_random_views, mask_ratio), but {type(model).__name__} has '
+            f'no {missing}.')
+    phases = step_phases(env, data)
+    phases['views']()  # the step's views, drawn once
+    # the floor's: one more draw of the same shapes
+    inputs = model.data_preprocessor(data, True)['inputs']
+
+    def step() -> None:
+        for name in FLOOR_PHASES:
+            if name in phases:
+                phases[name]()
+
+    def floor() -> None:
+        with env.autocast():
+            floor_step(model, inputs)
+
+    wall: Dict[str, List[float]] = {'step': [], 'floor': []}
+    cpu: Dict[str, List[float]] = {'step': [], 'floor': []}
+    for i in range(repeats + 1):
+        # ABBA order cancels slow drifts of the machine's load
+        order = ('step', 'floor') if i % 2 == 0 else ('floor', 'step')
+        for name in order:
+            _sync(env.device)
+            start, start_cpu = time.perf_counter(), time.process_time()
+            (step if name == 'step' else floor)()
+            _sync(env.device)
+            if i:
+                wall[name].append(time.perf_counter() - start)
+                cpu[name].append(time.process_time() - start_cpu)
+            model.zero_grad(set_to_none=True)  # the floor's gradients
+    out = {}
+    for kind, times in (('', wall), ('_cpu', cpu)):
+        step_s = statistics.median(times['step'])
+        floor_s = statistics.median(times['floor'])
+        out.update({f'median_step{kind}_s': step_s,
+                    f'median_floor{kind}_s': floor_s,
+                    f'overhead{kind}': step_s / floor_s - 1})
+    return out
+
+
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config', help='a training config')
@@ -409,6 +525,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                         help='timed steps (median)')
     parser.add_argument('--threads', type=int, default=None,
                         help='torch CPU threads')
+    parser.add_argument('--floor', action='store_true',
+                        help='also time the step (after the views) against '
+                        'its floor, the bare encoder passes (PMSN, MSN)')
     return parser.parse_args(argv)
 
 
@@ -419,8 +538,9 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         argv: Command-line arguments (``sys.argv[1:]`` if None).
 
     Returns:
-        ``dict(counts=..., seconds=..., peak_mib=..., images_per_s=...,
-        views_share=...)``.
+        ``dict(counts=..., seconds=..., peak=..., images_per_s=...,
+        views_share=...)``, with ``--floor`` also ``floor``
+        (:func:`time_step_and_floor`'s medians and overheads).
     """
     args = parse_args(argv)
     if args.threads:
@@ -483,6 +603,20 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         f'{result["views_share"] * 100:.1f} % of the step; peak memory '
         f'{peak}'
     ]
+    if args.floor:
+        floor = time_step_and_floor(env, data, args.repeats)
+        result['floor'] = floor
+        lines += [
+            f'  step after the views: median '
+            f'{floor["median_step_s"] * 1e3:.1f} ms; floor: median '
+            f'{floor["median_floor_s"] * 1e3:.1f} ms = online encoder '
+            'forward + backward, target forward',
+            f'  overhead of the step over its floor: '
+            f'{floor["overhead"] * 100:+.1f} % (wall-time medians), '
+            f'{floor["overhead_cpu"] * 100:+.1f} % (process CPU-time '
+            f'medians: step {floor["median_step_cpu_s"] * 1e3:.1f} ms, floor '
+            f'{floor["median_floor_cpu_s"] * 1e3:.1f} ms)'
+        ]
     print('\n'.join(lines))
     return result
 
