@@ -3,7 +3,7 @@
 # per sample in the dataloader workers (mmpretrain's transforms,
 # _base_/datasets/imagenet_msn_per-sample.py) instead of batched on the
 # device: the same distributions, at many times the loader CPU time of a
-# plain decode (tools/benchmarks/benchmark_pipeline.py).
+# plain decode (tools/speed/benchmark_pipeline.py).
 _base_ = [
     '../_base_/models/pmsn_vit-base-p16.py',
     '../_base_/datasets/imagenet_msn_per-sample.py',

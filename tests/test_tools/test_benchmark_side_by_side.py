@@ -1,4 +1,4 @@
-"""tools/benchmarks/benchmark_official_msn.py and benchmark_loop.py on CPU,
+"""tools/speed/benchmark_official_msn.py and benchmark_loop.py on CPU,
 narrowed (no timing asserts).
 
 CI has no network and no official MSN checkout: the step benchmark runs on
@@ -174,7 +174,7 @@ def stand_in(tmp_path):
 
 
 def test_official_msn_step_beside_pmsn_step(stand_in, capsys):
-    bench = load_tool('tools/benchmarks/benchmark_official_msn.py')
+    bench = load_tool('tools/speed/benchmark_official_msn.py')
     result = bench.main([INAT18, '--msn-root', stand_in, '--narrow',
                          '--batch-size', '2', '--repeats', '1'])
     official, ours = result['rows']['official MSN'], result['rows']['pmsn_mm']
@@ -216,7 +216,7 @@ def test_official_msn_step_beside_pmsn_step(stand_in, capsys):
 
 
 def test_official_msn_step_refuses_a_folder_without_its_code(tmp_path):
-    bench = load_tool('tools/benchmarks/benchmark_official_msn.py')
+    bench = load_tool('tools/speed/benchmark_official_msn.py')
     with pytest.raises(FileNotFoundError, match='src/msn_train.py'):
         bench.main([INAT18, '--msn-root', str(tmp_path), '--narrow'])
 
@@ -224,7 +224,7 @@ def test_official_msn_step_refuses_a_folder_without_its_code(tmp_path):
 def test_loop_beside_isolated_step(capsys):
     """6 batches of 8 > the 40 sample iNat18 training images (head
     classes): the sample set is repeated for the one-epoch loop."""
-    bench = load_tool('tools/benchmarks/benchmark_loop.py')
+    bench = load_tool('tools/speed/benchmark_loop.py')
     result = bench.main([INAT18, '--narrow', '--batch-size', '8',
                          '--warmup', '1', '--iters', '5',
                          '--num-workers', '0'])

@@ -1,4 +1,4 @@
-"""tools/benchmarks/benchmark_step.py: its counting pass (no timing) on the
+"""tools/speed/benchmark_step.py: its counting pass (no timing) on the
 CPU toy PMSN config and the iNat18 PMSN config with a narrowed encoder.
 
 No phase copies anything to the device but the batch's own tensors, once,
@@ -46,7 +46,7 @@ FAMILIES = [
 
 
 def _tool():
-    return load_tool('tools/benchmarks/benchmark_step.py')
+    return load_tool('tools/speed/benchmark_step.py')
 
 
 @pytest.fixture(scope='module')

@@ -25,7 +25,7 @@ it is repeated).
 
 Example::
 
-    python tools/benchmarks/benchmark_loop.py \\
+    python tools/speed/benchmark_loop.py \\
         configs/pmsn/pmsn_vit-small-p16_32xb128-300e_inat18-power-law.py \\
         --narrow --batch-size 4 --iters 5 --num-workers 0
 """

@@ -1,4 +1,5 @@
-"""Benchmark scripts run end to end on tiny settings (no timing asserts)."""
+"""The speed scripts of tools/speed/ run end to end on tiny settings (no
+timing asserts)."""
 import importlib.util
 import os.path as osp
 import subprocess
@@ -13,7 +14,7 @@ pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
 def _load(name):
     spec = importlib.util.spec_from_file_location(
-        name, osp.join(REPO, 'tools', 'benchmarks', f'{name}.py'))
+        name, osp.join(REPO, 'tools', 'speed', f'{name}.py'))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -22,7 +23,7 @@ def _load(name):
 def test_sampler_benchmark_runs_small():
     out = subprocess.run([
         sys.executable,
-        osp.join(REPO, 'tools', 'benchmarks', 'benchmark_samplers.py'),
+        osp.join(REPO, 'tools', 'speed', 'benchmark_samplers.py'),
         '--num-images', '2000', '--num-classes', '50', '--max-count', '200',
         '--cases', '10:100', '2:100', '--powers', '0.5', '--repeats', '2'
     ], capture_output=True, text=True, timeout=120)
@@ -41,12 +42,12 @@ def test_import_benchmark_reports_no_heavy_packages(capsys):
 
 
 def test_pipeline_benchmark_runs_small(tmp_path, capsys):
-    """tools/benchmarks/benchmark_pipeline.py prints the loader costs per
+    """tools/speed/benchmark_pipeline.py prints the loader costs per
     image and the device time of a batch's views."""
     import importlib.util
     spec = importlib.util.spec_from_file_location(
         'benchmark_pipeline',
-        osp.join(REPO, 'tools', 'benchmarks', 'benchmark_pipeline.py'))
+        osp.join(REPO, 'tools', 'speed', 'benchmark_pipeline.py'))
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     toy = osp.join(

@@ -21,8 +21,8 @@ size, and the ratio of the two.
 
 Example::
 
-    python tools/benchmarks/benchmark_pipeline.py --images 40 --repeats 5
-    python tools/benchmarks/benchmark_pipeline.py --batch-size 8 \\
+    python tools/speed/benchmark_pipeline.py --images 40 --repeats 5
+    python tools/speed/benchmark_pipeline.py --batch-size 8 \\
         --step configs/pmsn/pmsn_vit-small-p16_32xb128-300e_inat18-uniform.py
 """
 import argparse

@@ -32,10 +32,10 @@ counted), the proxy for the syncs the same code makes on a GPU.
 
 Examples::
 
-    python tools/benchmarks/benchmark_official_msn.py \\
+    python tools/speed/benchmark_official_msn.py \\
         configs/pmsn/pmsn_vit-small-p16_32xb128-300e_inat18-power-law.py \\
         --msn-root ../msn --device cuda --amp bf16 --batch-size 128
-    python tools/benchmarks/benchmark_official_msn.py \\
+    python tools/speed/benchmark_official_msn.py \\
         configs/pmsn/pmsn_vit-small-p16_32xb128-300e_inat18-power-law.py \\
         --msn-root ../msn --narrow --batch-size 4 --repeats 3
 """

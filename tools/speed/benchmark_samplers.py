@@ -5,8 +5,8 @@ Zipf-like counts from 2 to ~1000) and reports, per sampler setting, the
 median wall time of several epochs and the peak memory (tracemalloc peak of
 one epoch, and the process max RSS). No data or network needed::
 
-    python tools/benchmarks/benchmark_samplers.py
-    python tools/benchmarks/benchmark_samplers.py --cases 960:1920 2:1024
+    python tools/speed/benchmark_samplers.py
+    python tools/speed/benchmark_samplers.py --cases 960:1920 2:1024
 """
 import argparse
 import resource

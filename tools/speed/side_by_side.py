@@ -31,7 +31,7 @@ def load_sibling(name: str) -> types.ModuleType:
     """A script of ``tools/`` as a module (they are no package).
 
     Args:
-        name: The script's path under ``tools/benchmarks/`` without
+        name: The script's path under ``tools/speed/`` without
             ``.py`` (``'../train'``: ``tools/train.py``).
     """
     path = osp.normpath(osp.join(osp.dirname(osp.abspath(__file__)),

@@ -6,7 +6,7 @@ mmpretrain.models, mmpretrain.datasets`` (for reference: most of the time
 is torch and mmpretrain) and which heavy optional packages the import
 pulled in (none of matplotlib, scikit-learn, scipy should be)::
 
-    python tools/benchmarks/benchmark_import.py --repeats 5
+    python tools/speed/benchmark_import.py --repeats 5
 """
 import argparse
 import json

@@ -54,14 +54,14 @@ one is descheduled.
 
 Examples::
 
-    python tools/benchmarks/benchmark_step.py \\
+    python tools/speed/benchmark_step.py \\
         configs/pmsn/pmsn_vit-small-p16_32xb128-300e_inat18-power-law.py \\
         --device cuda --amp bf16 --batch-size 64 --repeats 10
-    python tools/benchmarks/benchmark_step.py \\
+    python tools/speed/benchmark_step.py \\
         configs/pmsn/pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py\\
         --device cpu --batch-size 8
     # a PMSN step against its floor (the bare encoder passes)
-    python tools/benchmarks/benchmark_step.py \\
+    python tools/speed/benchmark_step.py \\
         configs/pmsn/pmsn_vit-small-p16_32xb128-300e_inat18-power-law.py \\
         --batch-size 8 --floor --threads 1
 """
