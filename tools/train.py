@@ -15,18 +15,15 @@ from ``last_checkpoint`` resolved inside the work dir, else from its newest
 import argparse
 import os
 import os.path as osp
-from numbers import Real
-from typing import Dict, Optional
 
 from mmengine.config import Config, DictAction
-from mmengine.hooks import Hook
 from mmengine.logging import print_log
 from mmengine.runner import Runner
 from mmpretrain.registry import RUNNERS
 
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
 from pmsn_mm.datasets.non_empty import check_has_batches
-from pmsn_mm.engine.hooks import WorkDirOverwriteHook
+from pmsn_mm.engine.hooks import FinalValMetricsHook, WorkDirOverwriteHook
 from pmsn_mm.engine.launcher import (end_distributed,
                                      exit_after_distributed_run,
                                      setup_cpu_distributed)
@@ -161,44 +158,6 @@ def enable_auto_scale_lr(cfg: Config, config: str) -> None:
     cfg.auto_scale_lr.enable = True
 
 
-class LastValMetrics(Hook):
-    """Keeps the metrics of the latest validation and the iteration it ran
-    at, for :func:`log_final_metrics`."""
-
-    priority = 'LOWEST'
-
-    def __init__(self) -> None:
-        self.metrics: Optional[Dict[str, object]] = None
-        self.iter = 0
-
-    def after_val_epoch(self,
-                        runner,
-                        metrics: Optional[Dict[str, object]] = None) -> None:
-        self.metrics = dict(metrics or {})
-        self.iter = runner.iter
-
-
-def log_final_metrics(runner: Runner, last: LastValMetrics) -> None:
-    """End the log on the latest validation's metrics (mmengine logs them
-    in the middle of the run's last lines), e.g. ``Final validation
-    (iteration 1170): knn_digit/top1: 33.2500  knn_background/top1:
-    37.6000``; nothing when the run did not validate.
-
-    Args:
-        runner: The runner, after training.
-        last: The hook that recorded the metrics.
-    """
-    if not last.metrics:
-        return
-    values = '  '.join(
-        f'{name}: {value:.4f}' if isinstance(value, Real) else
-        f'{name}: {value}' for name, value in last.metrics.items())
-    when = (f'iteration {last.iter}' if last.iter == runner.iter else
-            f'iteration {last.iter}; training stopped at {runner.iter}')
-    prefix = 'Final' if last.iter == runner.iter else 'Last'
-    runner.logger.info(f'{prefix} validation ({when}): {values}')
-
-
 def main(argv=None) -> Runner:
     """Train; returns the runner (for scripts and tests)."""
     args = parse_args(argv)
@@ -217,15 +176,13 @@ def main(argv=None) -> Runner:
         runner.logger.addFilter(MMEngineFileClientNotes())
         for note in plan.notes:
             runner.logger.info(note)
-        last = LastValMetrics()
-        runner.register_hook(last)
+        runner.register_hook(FinalValMetricsHook())  # the log's last line
         runner.register_hook(overwrite)
         check_has_batches(runner.train_dataloader)  # before the schedulers
         runner.train()
     except BaseException:
         overwrite.restore()
         raise
-    log_final_metrics(runner, last)
     end_distributed()
     return runner
 

@@ -1,4 +1,5 @@
 """Hooks."""
+from .final_val_metrics_hook import FinalValMetricsHook
 from .host_copy_hook import HostCopyHook
 from .non_finite_guard_hook import NonFiniteGuardHook, NonFiniteTrainingError
 from .prior_weight_warmup_hook import PriorWeightWarmupHook
@@ -9,7 +10,8 @@ from .target_ema_hook import TargetEMAHook
 from .work_dir_overwrite_hook import WorkDirOverwriteHook
 
 __all__ = [
-    'HostCopyHook', 'NonFiniteGuardHook', 'NonFiniteTrainingError',
-    'PriorWeightWarmupHook', 'PrototypeAssignmentHook', 'PrototypeUsageHook',
-    'RNGStateHook', 'TargetEMAHook', 'WorkDirOverwriteHook'
+    'FinalValMetricsHook', 'HostCopyHook', 'NonFiniteGuardHook',
+    'NonFiniteTrainingError', 'PriorWeightWarmupHook',
+    'PrototypeAssignmentHook', 'PrototypeUsageHook', 'RNGStateHook',
+    'TargetEMAHook', 'WorkDirOverwriteHook'
 ]
