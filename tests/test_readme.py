@@ -26,29 +26,37 @@ def test_ci_runs_the_readme_test_command():
 
 def test_ci_tests_a_copy_with_nothing_beside_it(tmp_path):
     """.ci/run copies the checkout (tracked and untracked files, not the
-    ignored ones) into a fresh folder with no shared folder beside it, and runs
-    the README's test command there: the copying lines, run on this
-    checkout, give exactly its files."""
+    ignored ones, not a tracked file deleted from disk) into a fresh folder
+    with no shared folder beside it, and runs the README's test command
+    there: its copying lines, run on a small git checkout made here (the
+    CI copy itself has no .git), copy exactly those files."""
+    import os
+    import shutil
     import subprocess
+    src = tmp_path / 'checkout'
+    for rel, text in {'.gitignore': 'ignored/\n.venv/\n', 'a.py': 'a',
+                      'sub/b.txt': 'b', 'gone.py': 'g', 'new.py': 'n',
+                      'ignored/x.py': 'x', '.venv/y.py': 'y'}.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(text)
+    git = ['git', '-C', str(src)]
+    subprocess.run(git + ['init', '-q'], check=True)
+    subprocess.run(git + ['add', '.gitignore', 'a.py', 'sub/b.txt',
+                          'gone.py'], check=True)
+    (src / 'gone.py').unlink()  # tracked, deleted: not copied
     lines = _read('.ci', 'run').splitlines()
     start = next(i for i, l in enumerate(lines) if l.startswith('copy='))
     end = next(i for i, l in enumerate(lines) if l.startswith('cd "$copy"'))
-    script = '\n'.join(['set -euo pipefail', f'src={REPO}'] +
+    script = '\n'.join(['set -euo pipefail', f'src={src}'] +
                        lines[start:end] + ['echo "$copy"'])
     out = subprocess.run(['bash', '-c', script], capture_output=True,
                          text=True, check=True, cwd=str(tmp_path))
     copy = out.stdout.strip().splitlines()[-1]
-    listed = subprocess.run(
-        ['git', 'ls-files', '--cached', '--others', '--exclude-standard'],
-        cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
-    expected = sorted(f for f in listed if osp.exists(osp.join(REPO, f)))
-    import os
     copied = sorted(
         osp.relpath(osp.join(root, name), copy)
         for root, _, names in os.walk(copy) for name in names)
-    assert copied == expected
+    assert copied == ['.gitignore', 'a.py', 'new.py', 'sub/b.txt']
     assert not osp.exists(osp.join(osp.dirname(copy), 'shared'))
-    import shutil
     shutil.rmtree(osp.dirname(copy))
 
 
