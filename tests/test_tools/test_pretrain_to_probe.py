@@ -140,13 +140,19 @@ def _weighted_knn_top1(bank, bank_y, queries, query_y, k, temperature):
     return float((votes.argmax(1) == query_y).float().mean() * 100)
 
 
-def test_knn_of_the_exported_target(pretrained, tmp_path, monkeypatch):
-    root, _, target = pretrained
-    monkeypatch.chdir(root)
+def _knn_config():
+    """The shrunk kNN benchmark config, loaded in the main process."""
     cfg = Config.fromfile(osp.join(BENCH, KNN))
     shrink_model(cfg)
     cfg.test_dataloader.update(batch_size=8, num_workers=0,
                                persistent_workers=False)
+    return cfg
+
+
+def test_knn_of_the_exported_target(pretrained, tmp_path, monkeypatch):
+    root, _, target = pretrained
+    monkeypatch.chdir(root)
+    cfg = _knn_config()
     metrics = _tool('test.py').main(
         [_dump(cfg, str(tmp_path / 'knn.py')), target, '--work-dir',
          str(tmp_path / 'knn')])
@@ -190,10 +196,7 @@ def test_knn_of_the_pretraining_checkpoint_says_it_in_one_line(
     every unused key."""
     root, ckpt, _ = pretrained
     monkeypatch.chdir(root)
-    cfg = Config.fromfile(osp.join(BENCH, KNN))
-    shrink_model(cfg)
-    cfg.test_dataloader.update(batch_size=8, num_workers=0,
-                               persistent_workers=False)
+    cfg = _knn_config()
     _tool('test.py').main([_dump(cfg, str(tmp_path / 'knn.py')), ckpt,
                            '--work-dir', str(tmp_path / 'knn')])
     out = capsys.readouterr()
