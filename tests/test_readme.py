@@ -173,3 +173,19 @@ def test_the_layout_names_existing_folders():
         osp.join(REPO, 'pmsn_mm', '*', '__init__.py'))}
     assert sorted(p for p in packages if p not in named and not any(
         n.startswith(p + '/') for n in named)) == []
+
+
+def test_where_one_change_goes_names_existing_paths():
+    """Every path the "Where one change goes" table of docs/get_started.md
+    names exists."""
+    text = _read('docs', 'get_started.md')
+    table = re.search(r'## Where one change goes\n(.*?)\n\n', text,
+                      re.S).group(1)
+    paths = [p for p in re.findall(r'`([^`]+)`', table)
+             if '/' in p and ' ' not in p and '<' not in p]
+    assert len(paths) >= 12
+    missing = [p for p in paths if not osp.exists(osp.join(REPO, p))]
+    assert missing == []
+    for row in ('a prior', 'a view augmentation', 'a recipe row',
+                'a probe dataset'):
+        assert f'| {row} |' in table

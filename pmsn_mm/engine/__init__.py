@@ -5,7 +5,8 @@ loading (:mod:`~pmsn_mm.engine.checkpoint`) and atomic writes
 (:mod:`~pmsn_mm.engine.work_dir`, ``WorkDirOverwriteHook``), RNG states
 (:mod:`~pmsn_mm.engine.rng_state`, ``RNGStateHook``), host-copy and op
 counters (:mod:`~pmsn_mm.engine.host_copies`, ``HostCopyHook``;
-:mod:`~pmsn_mm.engine.op_counter`) and the launcher set-up
+:mod:`~pmsn_mm.engine.op_counter`), one training step counted phase by
+phase (:mod:`~pmsn_mm.engine.step_profiler`) and the launcher set-up
 (:mod:`~pmsn_mm.engine.launcher`)."""
 from . import hooks, model_wrappers, optimizers, runners  # noqa: F401
 from .checkpoint import allow_checkpoint_globals

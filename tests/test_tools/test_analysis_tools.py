@@ -156,14 +156,10 @@ def test_nearest_neighbors_tool(toy_checkpoint, tmp_path, capsys):
     assert 'sharing the label' in capsys.readouterr().out
 
 
-def test_nearest_neighbor_captions_and_legend_are_spelled_out():
+def test_nearest_neighbor_captions_are_spelled_out():
     labels = dict(digit=np.array([5, 3]), background=np.array([9, 1]))
     assert nn_tool._caption(labels, 0) == 'digit 5\nbackground 9'
     assert nn_tool._caption(dict(gt_label=np.array([7])), 0) == 'class 7'
-    assert nn_tool._legend(labels) == [
-        ('reference (first column)', 'black'),
-        ('neighbour with the same digit', 'green'),
-        ('neighbour with another digit', 'red')]
 
 
 # ------------------------------------------------------------ Figs. 2/4

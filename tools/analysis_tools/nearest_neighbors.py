@@ -34,7 +34,7 @@ from pmsn_mm.config import check_config_types, check_config_values
 from pmsn_mm.evaluation.functional import (chance_agreement, cosine_knn,
                                            extract_features,
                                            neighbor_agreement)
-from pmsn_mm.visualization import save_image_grid
+from pmsn_mm.visualization import save_neighbor_grid
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -76,16 +76,6 @@ def _caption(labels: Dict[str, np.ndarray], i: int) -> str:
                      for k, v in labels.items())
 
 
-def _legend(labels: Dict[str, np.ndarray]) -> list:
-    """What the caption colours mean (the first label is compared)."""
-    if not labels:
-        return [('reference image', 'black')]
-    name = next(iter(labels)).replace('gt_label', 'class')
-    return [('reference (first column)', 'black'),
-            (f'neighbour with the same {name}', 'green'),
-            (f'neighbour with another {name}', 'red')]
-
-
 def main(argv: Optional[List[str]] = None) -> Dict:
     """Run the tool; returns the report that is also saved as JSON."""
     args = parse_args(argv)
@@ -118,17 +108,14 @@ def main(argv: Optional[List[str]] = None) -> Dict:
     rng = np.random.default_rng(args.seed)
     refs = rng.choice(
         len(dataset), min(args.num_refs, len(dataset)), replace=False)
-    first = next(iter(labels.values()), None)
-    rows, captions, colors = [], [], []
+    first = next(iter(labels.values()), None)  # the compared label
+    rows, captions, same = [], [], []
     for r in refs:
         idx = [int(r)] + neighbors[r].tolist()
         rows.append([load_image(dataset, i) for i in idx])
-        captions.append([_caption(labels, r)] +
-                        [_caption(labels, i) for i in idx[1:]])
-        colors.append(['black'] + [
-            'green' if first is None or first[i] == first[r] else 'red'
-            for i in idx[1:]
-        ])
+        captions.append([_caption(labels, i) for i in idx])
+        same.append([first is not None and first[i] == first[r]
+                     for i in idx[1:]])
     report['references'] = [int(r) for r in refs]
     report['neighbors'] = [neighbors[r].tolist() for r in refs]
 
@@ -136,15 +123,11 @@ def main(argv: Optional[List[str]] = None) -> Dict:
     png = osp.join(args.out_dir, 'nearest_neighbors.png')
     agree = ', '.join(f'{k} {v:.2f} (chance {report["chance"][k]:.2f})'
                       for k, v in report['agreement'].items())
-    save_image_grid(
-        rows,
-        png,
-        cell_titles=captions,
-        cell_colors=colors,
+    save_neighbor_grid(
+        rows, captions, same if first is not None else None, png,
         title=f'{args.k} nearest neighbours (cosine, backbone features); '
         f'same label: {agree}',
-        legend=_legend(labels),
-        col_titles=['reference'] + [f'#{j}' for j in range(1, args.k + 1)])
+        label=next(iter(labels), 'gt_label').replace('gt_label', 'class'))
     report['png'] = png
     with open(osp.join(args.out_dir, 'nearest_neighbors.json'), 'w') as f:
         json.dump(report, f, indent=2)

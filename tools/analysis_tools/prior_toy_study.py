@@ -14,6 +14,8 @@ prior (``adaptive`` builds an ``AdaptivePowerLawPrior`` if the config has
 another one), ``uniform`` replaces it; PSwAV configs (no EMA target: the
 "target" curves repeat the online encoder) take ``--kl-directions forward``.
 
+The runs' configs, final numbers, table and estimate are
+:mod:`pmsn_mm.apis.prior_study`'s; this tool schedules the runs and draws.
 Writes ``<work-dir>/results.json``, ``table.md`` (mean ± std over seeds),
 ``curves_<run>.png`` and ``fig3_<run>.png`` (test images and their nearest
 training images on backbone features, green when the digit matches).
@@ -29,7 +31,6 @@ Examples:
         --runs-per-device 3 --work-dir work_dirs/prior_toy_study_gpu
 """
 import argparse
-import copy
 import json
 import math
 import os
@@ -39,21 +40,30 @@ import sys
 import time
 from typing import Dict, List, Optional, Sequence
 
-import numpy as np
-from tqdm import tqdm
 
-PRIORS = {'power-law': None, 'uniform': dict(type='UniformPrior'),
-          'adaptive': dict(type='AdaptivePowerLawPrior')}
-KL_DIRECTIONS = ('forward', 'reverse')
-LABELS = dict(digit='digit_label', background='background_label')
+def _device_arg(argv: Sequence[str]) -> str:
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument('--device', default='auto')
+    return parser.parse_known_args(list(argv))[0].device
+
+
+if __name__ == '__main__' and _device_arg(sys.argv[1:]) == 'cpu':
+    # hide the GPUs before torch and mmengine look (mmengine keeps the
+    # device it finds at import)
+    os.environ['CUDA_VISIBLE_DEVICES'] = ''
+
+import numpy as np  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+from pmsn_mm.apis.prior_study import (KL_DIRECTIONS, LABELS,  # noqa: E402
+                                      PRIORS, estimate_seconds, evaluate_run,
+                                      run_dir, run_name, scale_schedule,
+                                      study_config, summarise)
+
 #: ``--quick``: iterations, images per toy set, Fig. 3 references, batch.
 QUICK_ITERS, QUICK_SAMPLES, QUICK_REFS, QUICK_BATCH = 2, 128, 2, 32
 #: Untimed iterations before the timed ones of the estimate.
 ESTIMATE_WARMUP = 2
-#: Where the toy job keeps its datasets (all get ``--data-options``).
-DATASET_KEYS = ('train_dataloader.dataset', 'knn_train_dataset',
-                'knn_test_dataset', 'val_dataloader.dataset.memory',
-                'val_dataloader.dataset.query')
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -123,22 +133,10 @@ def apply_quick(args: argparse.Namespace) -> None:
     args.estimate_iters = min(args.estimate_iters, 1)
 
 
-def mean_std(values: Sequence[float]) -> str:
-    values = np.asarray(values, dtype=np.float64)
-    std = values.std(ddof=1) if len(values) > 1 else 0.0
-    return f'{values.mean():.3g} ± {std:.2g}'
-
-
-def run_name(prior: str, direction: str) -> str:
-    return prior if direction == 'forward' else f'{prior}-reverse-kl'
-
-
-def run_dir(args: argparse.Namespace, prior: str, direction: str,
-            seed: int) -> str:
-    return osp.join(args.work_dir, run_name(prior, direction), f'seed{seed}')
-
-
-def _options(options: Sequence[str]) -> dict:
+def _options(options: Optional[Sequence[str]]) -> dict:
+    """``KEY=VALUE`` strings as mmengine's ``DictAction`` reads them."""
+    if not options:
+        return {}
     from mmengine.config import DictAction
     parser = argparse.ArgumentParser()
     parser.add_argument('--o', nargs='+', action=DictAction)
@@ -148,110 +146,14 @@ def _options(options: Sequence[str]) -> dict:
 def make_config(args: argparse.Namespace, prior: str, direction: str,
                 seed: int):
     """The config of one run (prior, KL direction, seed, study settings)."""
-    from mmengine.config import Config
-    cfg = Config.fromfile(args.config)
-    if args.cfg_options:
-        cfg.merge_from_dict(_options(args.cfg_options))
-    if args.data_options:
-        apply_data_options(cfg, args.data_options)
-    if args.max_iters is not None:
-        scale_schedule(cfg, args.max_iters)
-    if args.quick:
-        loader = cfg.train_dataloader
-        loader.batch_size = min(loader.batch_size, QUICK_BATCH)
-    if args.amp:
-        if cfg.optim_wrapper.get('type', 'OptimWrapper') != 'OptimWrapper':
-            raise ValueError('--amp works with OptimWrapper, not the '
-                             f'configured {cfg.optim_wrapper.type}.')
-        cfg.optim_wrapper.type = 'DeviceAwareAmpOptimWrapper'
-    head = cfg.model.head  # PMSNHead or PSwAVHead: both own the prior
-    own = head.get('prior', {}).get('type')
-    if prior == 'uniform' or (prior == 'adaptive'
-                              and own != 'AdaptivePowerLawPrior'):
-        head.prior = copy.deepcopy(PRIORS[prior])
-    elif prior == 'power-law' and own != 'PowerLawPrior':
-        raise ValueError(
-            f'--priors power-law uses the config\'s prior, but {args.config} '
-            f'has {head.get("prior")}; pass a PowerLawPrior config.')
-    if direction != 'forward':
-        if head.loss.type != 'PMSNLoss':
-            raise ValueError(f'--kl-directions {direction} needs a PMSN '
-                             f'config, but the loss is {head.loss.type}.')
-        head.loss.kl_direction = direction
-    cfg.randomness = dict(seed=seed, deterministic=False)
-    cfg.work_dir = run_dir(args, prior, direction, seed)
-    # mmengine names a run's logger and visualizer "<name>_<timestamp>"
-    stem = osp.splitext(osp.basename(args.config))[0]
-    cfg.experiment_name = f'{stem}_{run_name(prior, direction)}_seed{seed}'
-    return cfg
-
-
-def apply_data_options(cfg, options: Sequence[str]) -> None:
-    """Set the same dataset options on every toy dataset of ``cfg``."""
-    present = [key for key in DATASET_KEYS if _get(cfg, key) is not None]
-    if 'train_dataloader.dataset' not in present:
-        raise ValueError('--data-options needs a config with '
-                         'train_dataloader.dataset (the toy set).')
-    cfg.merge_from_dict({f'{key}.{name}': value for key in present
-                         for name, value in _options(options).items()})
-
-
-def _get(cfg, key: str):
-    for part in key.split('.'):
-        cfg = cfg.get(part) if cfg is not None else None
-    return cfg
-
-
-def scale_schedule(cfg, max_iters: int) -> None:
-    """Rescale an iteration-based schedule to ``max_iters``: the param
-    schedulers, a learned prior's ``warmup_updates`` and SwAVHook's
-    prototype freezing."""
-    ratio = max_iters / cfg.train_cfg.max_iters
-    cfg.train_cfg.max_iters = max_iters
-    for sched in cfg.param_scheduler:
-        if 'begin' in sched:
-            sched['begin'] = int(round(sched['begin'] * ratio))
-        if 'end' in sched:
-            sched['end'] = max(sched.get('begin', 0) + 1,
-                               int(round(sched['end'] * ratio)))
-        if 'T_max' in sched:
-            sched['T_max'] = max(1, int(round(sched['T_max'] * ratio)))
-    if cfg.default_hooks.get('checkpoint') is not None:
-        cfg.default_hooks.checkpoint['interval'] = max_iters
-    prior = cfg.model.head.get('prior') or {}
-    if prior.get('warmup_updates'):
-        prior['warmup_updates'] = int(round(prior['warmup_updates'] * ratio))
-    for hook in cfg.get('custom_hooks', None) or []:
-        frozen = hook.get('frozen_layers_cfg') or {}
-        for name, iters in frozen.items():
-            frozen[name] = int(round(iters * ratio))
+    return study_config(
+        args.config, prior, direction, seed, args.work_dir,
+        cfg_options=_options(args.cfg_options),
+        data_options=_options(args.data_options), max_iters=args.max_iters,
+        max_batch_size=QUICK_BATCH if args.quick else None, amp=args.amp)
 
 
 # ------------------------------------------------------------- one run
-def evaluate(model, memory, queries, k: int):
-    """Final kNN / NMI / usage numbers of ``model`` on (inputs, labels)."""
-    import torch
-
-    from pmsn_mm.engine.hooks.prototype_assignment_hook import embed_inputs
-    from pmsn_mm.evaluation.functional import knn_top1
-    from pmsn_mm.evaluation.functional.prior_diagnostics import (
-        assignment_stats, collapse_indicator)
-    was_training = model.training
-    model.eval()
-    mem, qry = embed_inputs(model, memory[0]), embed_inputs(model, queries[0])
-    model.train(was_training)
-    out = {f'knn_{label}_{stage}': knn_top1(
-        mem[stage], torch.as_tensor(memory[1][label]), qry[stage],
-        torch.as_tensor(queries[1][label]), k)
-        for stage in ('backbone', 'neck') for label in LABELS}
-    prior = model.head.prior
-    out.update(assignment_stats(mem['probs'], prior.probs, memory[1]))
-    out['collapse_indicator'] = collapse_indicator(mem['neck'])
-    if getattr(prior, 'tau', None) is not None:
-        out['prior_tau'] = float(prior.tau)
-    return out, mem['backbone'], qry['backbone']
-
-
 def run_one(args: argparse.Namespace, prior: str, direction: str,
             seed: int) -> None:
     """Train and evaluate one run; writes ``metrics.json`` (with the curve),
@@ -275,12 +177,12 @@ def run_one(args: argparse.Namespace, prior: str, direction: str,
     runner.register_hook(hook)
     os.makedirs(cfg.work_dir, exist_ok=True)
     if (direction, prior) == (args.kl_directions[0], args.priors[0]):
-        untrained = evaluate(model, memory, queries, args.k)[0]
+        untrained = evaluate_run(model, memory, queries, args.k)[0]
         untrained.pop('prior_tau', None)  # no prior trained yet
         _dump(dict(untrained, seed=seed), cfg.work_dir, 'untrained.json')
     start = time.time()
     runner.train()
-    metrics, mem_b, qry_b = evaluate(model, memory, queries, args.k)
+    metrics, mem_b, qry_b = evaluate_run(model, memory, queries, args.k)
     metrics.update(seed=seed, prior=prior, kl_direction=direction,
                    train_seconds=time.time() - start, curve=hook.points)
     _dump(metrics, cfg.work_dir, 'metrics.json')
@@ -320,36 +222,7 @@ def measure_step_seconds(args: argparse.Namespace) -> float:
     return float(np.median(times[ESTIMATE_WARMUP:]))  # runner freed here
 
 
-def estimate_seconds(step_seconds: float, iters: int, runs: int,
-                     per_device: int) -> float:
-    """Training time of ``runs`` runs of ``iters`` steps, ``per_device`` at
-    a time (waves of ``per_device``), each as fast as one alone."""
-    return step_seconds * iters * math.ceil(runs / per_device)
-
-
 # ----------------------------------------------------------- reporting
-COLUMNS = [('knn_digit_backbone', 'digit kNN (CLS)'),
-           ('knn_background_backbone', 'background kNN (CLS)'),
-           ('knn_digit_neck', 'digit kNN (proj.)'),
-           ('knn_background_neck', 'background kNN (proj.)'),
-           ('nmi_digit', 'NMI digit'), ('nmi_background', 'NMI background'),
-           ('nmi_brightness', 'NMI brightness'),
-           ('kl_mean_probs_prior', 'KL(p̄‖prior)'),
-           ('mean_anchor_entropy', 'mean H(p_i)'),
-           ('mean_probs_entropy', 'H(p̄)'), ('prior_tau', 'prior tau')]
-
-
-def summarise(results: Dict[str, List[dict]]) -> str:
-    lines = ['| run | seeds | ' + ' | '.join(c[1] for c in COLUMNS) + ' |',
-             '|' + ' --- |' * (len(COLUMNS) + 2)]
-    for name, runs in results.items():
-        cells = [mean_std([r[key] for r in runs])
-                 if all(key in r for r in runs) else '–'
-                 for key, _ in COLUMNS]
-        lines.append(f'| {name} | {len(runs)} | ' + ' | '.join(cells) + ' |')
-    return '\n'.join(lines)
-
-
 def save_fig3(mem_ds, qry_ds, mem_feats, qry_feats, out_file: str,
               title: str, args: argparse.Namespace) -> str:
     """One test image per digit (most frequent first) and its nearest
@@ -357,7 +230,7 @@ def save_fig3(mem_ds, qry_ds, mem_feats, qry_feats, out_file: str,
     import torch.nn.functional as F
 
     from pmsn_mm.apis import dataset_labels, load_image
-    from pmsn_mm.visualization import save_image_grid
+    from pmsn_mm.visualization import save_neighbor_grid
     q, m = dataset_labels(qry_ds), dataset_labels(mem_ds)
     refs = [int(np.flatnonzero(q['digit'] == d)[0]) for d in range(10)
             if (q['digit'] == d).any()][:args.num_refs]
@@ -365,21 +238,18 @@ def save_fig3(mem_ds, qry_ds, mem_feats, qry_feats, out_file: str,
                                                             dim=1).T
     nbrs = sim.topk(args.num_neighbors, dim=1).indices.numpy()
     bg = mem_ds.background_classes
-    rows, titles, colors = [], [], []
-    for r, i in enumerate(refs):
-        rows.append([load_image(qry_ds, i)] +
-                    [load_image(mem_ds, j) for j in nbrs[r]])
-        titles.append([f'digit {y["digit"][j]}\n{bg[y["background"][j]]}'
-                       for y, j in [(q, i)] + [(m, j) for j in nbrs[r]]])
-        colors.append(['black'] + ['green' if m['digit'][j] == q['digit'][i]
-                                   else 'red' for j in nbrs[r]])
-    legend = [('query image (first column)', 'black'),
-              ('training neighbour, same digit', 'green'),
-              ('training neighbour, another digit', 'red')]
-    return save_image_grid(
-        rows, out_file, cell_titles=titles, cell_colors=colors, title=title,
-        cell_inches=1.0, legend=legend, col_titles=['query'] + [
-            f'#{j}' for j in range(1, args.num_neighbors + 1)])
+
+    def caption(y: dict, j: int) -> str:
+        return f'digit {y["digit"][j]}\n{bg[y["background"][j]]}'
+
+    rows = [[load_image(qry_ds, i)] + [load_image(mem_ds, j) for j in nbrs[r]]
+            for r, i in enumerate(refs)]
+    captions = [[caption(q, i)] + [caption(m, j) for j in nbrs[r]]
+                for r, i in enumerate(refs)]
+    same = [[m['digit'][j] == q['digit'][i] for j in nbrs[r]]
+            for r, i in enumerate(refs)]
+    return save_neighbor_grid(rows, captions, same, out_file, title, 'digit',
+                              reference='query', cell_inches=1.0)
 
 
 # ---------------------------------------------------------------- main
@@ -403,7 +273,7 @@ def run_all(args, argv: List[str], runs: list, device: str) -> None:
     while pending or running:
         while pending and len(running) < args.runs_per_device:
             prior, direction, seed = pending.pop(0)
-            folder = run_dir(args, prior, direction, seed)
+            folder = run_dir(args.work_dir, prior, direction, seed)
             os.makedirs(folder, exist_ok=True)
             log = open(osp.join(folder, 'study.log'), 'w')
             cmd = [sys.executable, osp.abspath(__file__), *argv, '--device',
@@ -430,12 +300,11 @@ def run_all(args, argv: List[str], runs: list, device: str) -> None:
 def main(argv: Optional[List[str]] = None) -> dict:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
-    if args.device == 'cpu':
+    if args.device == 'cpu':  # and for the runs' processes
         os.environ['CUDA_VISIBLE_DEVICES'] = ''
     import torch
     from mmengine.registry import init_default_scope
 
-    import pmsn_mm  # noqa: F401
     from pmsn_mm.visualization.assignment_curves import plot_assignment_curves
     if args.device in ('auto', 'cuda'):
         args.device = 'cuda:0' if torch.cuda.is_available() or \
@@ -474,8 +343,8 @@ def main(argv: Optional[List[str]] = None) -> dict:
     run_all(args, argv, runs, args.device)
     results: Dict[str, List[dict]] = {}
     for prior, direction, seed in runs:
-        folder, name = run_dir(args, prior, direction, seed), run_name(
-            prior, direction)
+        folder = run_dir(args.work_dir, prior, direction, seed)
+        name = run_name(prior, direction)
         if (prior, direction) == (args.priors[0], args.kl_directions[0]):
             results.setdefault('untrained encoder', []).append(
                 _load(folder, 'untrained.json'))

@@ -8,7 +8,7 @@ The loop is ``tools/train.py``'s ``main`` in this process (mmengine's
 ``IterTimerHook`` times every iteration (loading, the step and every hook)
 and the part spent waiting for data; the iterations after the warm-up are
 averaged. The isolated step
-is ``benchmark_step``'s (views, forward+loss, backward, clipping, optimiser,
+is ``step_profiler``'s (views, forward+loss, backward, clipping, optimiser,
 EMA target, per-iteration hooks on a stand-in runner) on a synthetic decoded
 batch, timed as ``side_by_side.measure`` times it.
 

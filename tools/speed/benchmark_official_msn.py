@@ -15,8 +15,8 @@ clip norm, lr and weight decay.
 
 Official MSN draws its views in CPU dataloader workers, outside the step:
 its side gets pre-made views of the right shapes, already on the device.
-pmsn_mm's side gets the decoded batch (``benchmark_step.make_batch``) and
-draws its views on the device inside the step (``benchmark_step``'s phases:
+pmsn_mm's side gets the decoded batch (``step_profiler.make_batch``) and
+draws its views on the device inside the step (``step_profiler``'s phases:
 views, forward+loss, backward, clipping, optimiser, EMA target, hooks).
 ``--amp bf16`` autocasts the official encoder forwards (the official code
 casts their outputs to float32 for the loss) and pmsn_mm's forward+loss.

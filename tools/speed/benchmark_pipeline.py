@@ -16,8 +16,8 @@ in one process on one CPU core, medians over ``--repeats`` passes:
 Then, on ``--device``: the time ``BatchAugmentPreprocessor`` (MSN's views)
 takes to draw all views of a batch of ``--batch-size`` decoded images, and
 with ``--step CONFIG`` the training step of that config after its views
-(forward+loss to target update, ``benchmark_step.py``) at the same batch
-size, and the ratio of the two.
+(forward+loss to target update, ``pmsn_mm.engine.step_profiler``) at the
+same batch size, and the ratio of the two.
 
 Example::
 
@@ -26,9 +26,7 @@ Example::
         --step configs/pmsn/pmsn_vit-small-p16_32xb128-300e_inat18-uniform.py
 """
 import argparse
-import importlib.util
 import io
-import logging
 import os
 import os.path as osp
 import statistics
@@ -41,7 +39,6 @@ import numpy as np
 import torch
 from mmengine.config import Config
 from mmengine.dataset import Compose
-from mmengine.logging import MMLogger
 from mmengine.registry import init_default_scope
 from mmpretrain.registry import MODELS
 from PIL import Image
@@ -49,6 +46,8 @@ from PIL import Image
 import pmsn_mm  # noqa: F401  (registers the transforms and the collate)
 from pmsn_mm.datasets.padded_collate import padded_collate
 from pmsn_mm.datasets.sample_data import class_image, write_image
+from pmsn_mm.engine.step_profiler import (AFTER_VIEWS, build_step, make_batch,
+                                          time_phases)
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 PER_SAMPLE = osp.join(ROOT, 'configs', '_base_', 'datasets',
@@ -92,15 +91,6 @@ def _cv2_decode(path: str) -> np.ndarray:
     with open(path, 'rb') as f:
         data = np.frombuffer(f.read(), np.uint8)
     return cv2.imdecode(data, cv2.IMREAD_COLOR)
-
-
-def _step_tool():
-    spec = importlib.util.spec_from_file_location(
-        'benchmark_step', osp.join(osp.dirname(__file__),
-                                   'benchmark_step.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -188,16 +178,12 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         f'batch of {args.batch_size} (upload included): '
         f'{result["draw_views_ms"]:.1f} ms (median of {args.repeats})')
     if args.step:
-        # the step tool builds an optimiser, which logs every parameter
-        MMLogger.get_current_instance().setLevel(logging.WARNING)
-        tool = _step_tool()
-        step = tool.main([
-            args.step, '--batch-size', str(args.batch_size), '--device',
-            str(device), '--repeats', str(args.repeats)
-        ])
-        result['step_ms'] = sum(
-            step['seconds'][name] for name in tool.FLOOR_PHASES
-            if name in step['seconds']) * 1e3
+        step_cfg = Config.fromfile(args.step)
+        env = build_step(step_cfg, device)
+        seconds = time_phases(env, make_batch(step_cfg, args.batch_size),
+                              args.repeats)
+        result['step_ms'] = sum(seconds[name] for name in AFTER_VIEWS
+                                if name in seconds) * 1e3
         result['draw_over_step'] = result['draw_views_ms'] / result['step_ms']
         lines.append(
             f'  PMSN step of {osp.basename(args.step)} at batch '

@@ -1,44 +1,49 @@
 """Time one epoch of index generation for the class-aware samplers.
 
 Uses a synthetic iNat18-sized label set (437,513 images, 8,142 classes,
-Zipf-like counts from 2 to ~1000) and reports, per sampler setting, the
-median wall time of several epochs and the peak memory (tracemalloc peak of
-one epoch, and the process max RSS). No data or network needed::
+Zipf-like counts from 2 to ~1000) in mmpretrain's ``BaseDataset`` (an
+annotation file of labels only: no image is read) and reports, per sampler
+setting, the median wall time of several epochs, the peak memory
+(tracemalloc peak of one epoch, and the process max RSS) and the sampler's
+set-up (``init``: reading the labels with ``get_gt_labels()`` included). No
+data or network needed::
 
     python tools/speed/benchmark_samplers.py
     python tools/speed/benchmark_samplers.py --cases 960:1920 2:1024
 """
 import argparse
+import json
+import os.path as osp
 import resource
 import statistics
+import tempfile
 import time
 import tracemalloc
 from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 from mmengine.dataset import DefaultSampler
+from mmpretrain.datasets import BaseDataset
 
 from pmsn_mm.datasets.samplers import (ClassFrequencySampler,
                                        ClassStratifiedBatchSampler)
 
 
-class LabelOnlyDataset:
-    """A dataset that only has labels (like an mmpretrain dataset's
-    ``get_gt_labels()``).
+def label_dataset(labels: np.ndarray, folder: str) -> BaseDataset:
+    """mmpretrain's ``BaseDataset`` over an annotation file that holds only
+    the labels (the samplers read labels, ``get_gt_labels()``, and never an
+    image).
 
     Args:
         labels: Int array of shape (N,).
+        folder: Where the annotation file goes.
     """
-
-    def __init__(self, labels: np.ndarray) -> None:
-        self.labels = labels
-
-    def __len__(self) -> int:
-        return self.labels.shape[0]
-
-    def get_gt_labels(self) -> np.ndarray:
-        """All labels, shape (N,)."""
-        return self.labels
+    path = osp.join(folder, 'labels.json')
+    with open(path, 'w') as f:
+        json.dump(dict(metainfo={}, data_list=[
+            dict(img_path=f'{i}.jpg', gt_label=int(y))
+            for i, y in enumerate(labels)]), f)
+    return BaseDataset(ann_file=path, data_prefix='')
 
 
 def zipf_counts(num_images: int, num_classes: int, max_count: int,
@@ -140,7 +145,8 @@ def main(argv: Optional[List[str]] = None) -> None:
                          args.min_count)
     labels = np.repeat(np.arange(counts.shape[0]), counts)
     np.random.default_rng(args.seed).shuffle(labels)
-    dataset = LabelOnlyDataset(labels)
+    with tempfile.TemporaryDirectory() as folder:
+        dataset = label_dataset(labels, folder)
     print(f'synthetic dataset: {len(labels)} images, {counts.shape[0]} '
           f'classes, sizes {counts.min()}..{counts.max()} '
           f'(median {int(np.median(counts))}); 1 process, so batch_size = '

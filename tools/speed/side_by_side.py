@@ -19,6 +19,9 @@ import torch
 from mmengine.config import Config, ConfigDict
 from mmengine.registry import init_default_scope
 
+from pmsn_mm.engine.step_profiler import (StepCounter, build_step, make_batch,
+                                          optimizer_steps, step_phases)
+
 #: What ``--narrow`` sets: a ViT-Tiny-wide encoder (official MSN's
 #: ``init_model`` sizes its projector by model name: 192 is its narrowest
 #: width) of 2 blocks, a 256-wide projector to 64-d, 64 prototypes; the
@@ -128,8 +131,8 @@ def narrow_config(cfg: Config) -> None:
 
 def build_ours(cfg: Config, batch: int, device: torch.device,
                amp: Optional[str]) -> Callable[[], None]:
-    """pmsn_mm's training step (``benchmark_step``'s phases in order) on a
-    decoded batch (``benchmark_step.make_batch``), as a closure.
+    """pmsn_mm's training step (:mod:`pmsn_mm.engine.step_profiler`'s
+    phases in order) on a decoded batch (its ``make_batch``), as a closure.
 
     Args:
         cfg: The config.
@@ -137,15 +140,14 @@ def build_ours(cfg: Config, batch: int, device: torch.device,
         device: Where the step runs.
         amp: ``'bf16'``: bfloat16 autocast of forward+loss.
     """
-    bench = load_sibling('benchmark_step')
-    env = bench.build_step(cfg, device, amp)
-    data = bench.make_batch(cfg, batch)
+    env = build_step(cfg, device, amp)
+    data = make_batch(cfg, batch)
 
     def step():
-        for fn in bench.step_phases(env, data).values():
+        for fn in step_phases(env, data).values():
             fn()
 
-    step.host_state = lambda: bench.optimizer_steps(env.optim_wrapper)
+    step.host_state = lambda: optimizer_steps(env.optim_wrapper)
     return step
 
 
@@ -157,7 +159,7 @@ def _sync(device: torch.device) -> None:
 def count_syncs(step: Callable, device: torch.device) -> int:
     """Syncs of one step: on CUDA the synchronising CUDA calls that
     ``torch.cuda.set_sync_debug_mode('warn')`` reports; elsewhere the host
-    reads of tensor values that ``benchmark_step.StepCounter`` (an
+    reads of tensor values that ``step_profiler.StepCounter`` (an
     ``OpCounter``) sees, reads of the optimiser's host step counters left
     out.
 
@@ -175,7 +177,7 @@ def count_syncs(step: Callable, device: torch.device) -> int:
             finally:
                 torch.cuda.set_sync_debug_mode(0)
         return sum('synchroniz' in str(w.message) for w in caught)
-    counter = load_sibling('benchmark_step').StepCounter(step.host_state())
+    counter = StepCounter(step.host_state())
     with counter:
         step()
     return counter.syncs
