@@ -20,6 +20,16 @@ def pytest_configure(config):
         config.addinivalue_line('filterwarnings', pattern)
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """The files marked ``slow`` first, each file's tests together in their
+    order: with the workers of pytest-xdist (``--dist loadfile``) the long
+    files start early and the short ones fill in, so no worker is left
+    with a long file at the end."""
+    slow = {item.fspath for item in items
+            if item.get_closest_marker('slow') is not None}
+    items.sort(key=lambda item: item.fspath not in slow)
+
+
 @pytest.fixture(autouse=True, scope='session')
 def fast_mmengine_bookkeeping():
     """Two costs of mmengine that say nothing about what a test checks,

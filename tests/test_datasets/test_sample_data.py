@@ -13,7 +13,7 @@ from mmpretrain.registry import DATASETS
 
 from pmsn_mm.datasets.sample_data import (FORMATS, expected_rgb,
                                           make_sample_data)
-from pmsn_mm.datasets.sample_data.layouts import (IMAGENET_WNIDS,
+from pmsn_mm.datasets.sample_data.layouts import (IMAGENET_WNIDS, INAT18_HEAD,
                                                   INAT18_NUM_CLASSES)
 
 pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
@@ -57,6 +57,24 @@ def test_inat18_labels_follow_the_category_folders(roots):
     assert len(set(labels)) == INAT18_NUM_CLASSES  # every category
     counts = np.bincount(labels, minlength=INAT18_NUM_CLASSES)
     assert counts.max() > 10 and counts.min() == 1  # long-tailed
+    # what docs/evaluation.md quotes for the kNN's cost: 8,176 + 12 images
+    test = _build(dict(type='INat18', data_root=roots['inat18'],
+                       split='test'))
+    head = dict(INAT18_HEAD)
+    assert len(dataset) == sum(head.values()) + INAT18_NUM_CLASSES - len(
+        head) == 8176
+    assert len(test) == 2 * len(head) == 12
+
+
+def test_inat18_head_only_is_the_small_demo_set(tmp_path):
+    """``--inat18-head-only``: the 6 larger classes alone, 40 training and
+    12 val images (docs/evaluation.md's demo in seconds)."""
+    root = make_sample_data(str(tmp_path), ['inat18'],
+                            inat18_all_classes=False)['inat18']
+    train = _build(dict(type='INat18', data_root=root, split='train'))
+    test = _build(dict(type='INat18', data_root=root, split='test'))
+    assert (len(train), len(test)) == (40, 12)
+    assert sorted(set(train.get_gt_labels())) == sorted(dict(INAT18_HEAD))
 
 
 def test_places205_labels_are_sorted_class_names(roots):

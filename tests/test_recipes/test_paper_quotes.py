@@ -12,6 +12,7 @@ from pmsn_mm.recipes.paper_quotes import (QUOTES_FILE, build_quote_index,
                                           dump_quote_index, load_quote_index,
                                           locate, quotes_of, table_quotes)
 from tests._configs import REPO
+from tests._tools import load_tool
 
 pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
@@ -86,22 +87,29 @@ def _script(*args):
          *args], capture_output=True, text=True)
 
 
-def test_maintainer_script_writes_then_checks(tmp_path):
+def test_maintainer_script_writes_then_checks(tmp_path, capsys):
     paper = tmp_path / 'paper.tex'
     paper.write_text(PAPER)
     _recipes(tmp_path, "paper: 'size of $1024$'")
     repo = str(tmp_path / 'repo')
+    # as a command: its exit status; then in this process (same main)
     assert _script(str(paper), '--repo', repo, '--check').returncode == 1
-    assert _script(str(paper), '--repo', repo).returncode == 0
-    done = _script(str(paper), '--repo', repo, '--check')
-    assert done.returncode == 0, done.stderr
+    main = load_tool('.dev_scripts/paper_quotes.py').main
+
+    def run(*args):
+        code = main([str(paper), '--repo', repo, *args])
+        return code, capsys.readouterr().err
+
+    assert run()[0] == 0
+    code, err = run('--check')
+    assert code == 0, err
     # the paper changes under the index: the check names the fix
     paper.write_text(PAPER.replace('Some words.', 'Some words.\nMore.'))
-    stale = _script(str(paper), '--repo', repo, '--check')
-    assert stale.returncode == 1 and 'out of date' in stale.stderr
+    code, err = run('--check')
+    assert code == 1 and 'out of date' in err
     paper.write_text(PAPER.replace('$1024$', '$2048$'))
-    gone = _script(str(paper), '--repo', repo, '--check')
-    assert gone.returncode == 1 and 'size of $1024$' in gone.stderr
+    code, err = run('--check')
+    assert code == 1 and 'size of $1024$' in err
 
 
 def test_the_carried_index_covers_the_shipped_tables():

@@ -32,8 +32,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument(
         '--inat18-head-only', action='store_true',
-        help='only the 6 iNat18 classes with several images (a ClassPrior '
-        'over 8142 prototypes then refuses the empty classes)')
+        help='only the 6 iNat18 classes with several images: 40 training '
+        'and 12 val images, so a frozen-feature benchmark demos in seconds '
+        '(a ClassPrior over 8142 prototypes then refuses the empty classes)')
     parser.add_argument(
         '--corrupt', action='store_true',
         help='truncate the first training image of each image-file format')
