@@ -25,9 +25,9 @@ def pytest_collection_modifyitems(session, config, items):
     order: with the workers of pytest-xdist (``--dist loadfile``) the long
     files start early and the short ones fill in, so no worker is left
     with a long file at the end."""
-    slow = {item.fspath for item in items
+    slow = {item.path for item in items
             if item.get_closest_marker('slow') is not None}
-    items.sort(key=lambda item: item.fspath not in slow)
+    items.sort(key=lambda item: item.path not in slow)
 
 
 @pytest.fixture(autouse=True, scope='session')
