@@ -9,10 +9,9 @@ All of it, and every other step of the import-time setup, is
 :func:`pmsn_mm.utils.setup_env.register_all_modules` (listed there, in
 order): mmcv-lite's import warning filtered before mmcv is imported, the
 checkpoint globals allow-listed for ``torch.load(weights_only=True)``, the
-``'atomic_local'`` file backend, the ``__init__`` of every registered
-pmsn_mm class wrapped to refuse unknown config keys with the valid keys
-listed (:mod:`pmsn_mm.config.config_keys`), and the model index in
-mmpretrain's ``ModelHub``.
+``'atomic_local'`` file backend and the model index in mmpretrain's
+``ModelHub``. No upstream name is registered again and no class is changed:
+docs/openmmlab.md, "What ``import pmsn_mm`` changes".
 """
 from .utils.setup_env import register_all_modules
 from .version import __version__

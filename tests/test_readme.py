@@ -104,8 +104,9 @@ def test_the_mmpretrain_config_snippet_trains_on_real_files(tmp_path,
                                                             monkeypatch):
     """The "any mmpretrain config" snippet of docs/get_started.md
     (mmpretrain's SimCLR recipe + pmsn_mm) trains 2 iterations on sample
-    ImageNet files: its collate function and colour jitter (hue 0.2)
-    work."""
+    ImageNet files: its collate function and the colour jitter it opts in
+    to (hue 0.2, ModuloHueColorJitter) work; mmpretrain's own SimCLR and
+    LARS stay mmpretrain's."""
     import importlib.util
 
     from mmengine.config import Config
@@ -128,6 +129,10 @@ def test_the_mmpretrain_config_snippet_trains_on_real_files(tmp_path,
     spec.loader.exec_module(train)
     runner = train.main([str(tmp_path / 'shrunk.py')])
     assert runner.iter == 2
+    from mmpretrain.engine.optimizers import LARS
+    from mmpretrain.models import SimCLR
+    assert type(runner.model) is SimCLR
+    assert type(runner.optim_wrapper.optimizer) is LARS
 
 
 def test_license_and_citation_agree_with_the_package():

@@ -11,6 +11,10 @@ NODE_RANK=${NODE_RANK:-0}
 PORT=${PORT:-29500}
 MASTER_ADDR=${MASTER_ADDR:-"127.0.0.1"}
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+# torchrun gives each process OMP_NUM_THREADS=1 unless it is set, and prints
+# a banner saying so; set here (to the same 1) it prints nothing. Export it
+# (and MKL_NUM_THREADS) to choose the threads per process.
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 
 PYTHONPATH="$ROOT:$PYTHONPATH" \
 python -m torch.distributed.run \

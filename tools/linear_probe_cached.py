@@ -73,8 +73,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, object]:
     cfg = Config.fromfile(args.config)
     if args.cfg_options:
         cfg.merge_from_dict(args.cfg_options)
-    pmsn_mm.config.check_config_types(cfg)  # refuse misspelled types
-    pmsn_mm.config.check_config_values(cfg)  # one owner per number
+    # misspelled types and keys, one owner per number
+    pmsn_mm.config.check_config(cfg)
     work_dir = args.work_dir or osp.join(
         'work_dirs',
         osp.splitext(osp.basename(args.config))[0] + '_cached')

@@ -16,7 +16,7 @@ initialisation, so it is refused).
 import argparse
 import os
 import os.path as osp
-from collections import Counter
+import sys
 from typing import Tuple
 
 import torch
@@ -27,9 +27,14 @@ from mmengine.runner.checkpoint import CheckpointLoader
 from mmpretrain.registry import RUNNERS
 
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
+from pmsn_mm.config.overrides import check_config_path, check_option_keys
+from pmsn_mm.engine.checkpoint_fit import (checkpoint_fit, config_vit_shape,
+                                           fitting_benchmarks)
 from pmsn_mm.engine.launcher import (end_distributed,
                                      exit_after_distributed_run,
+                                     explain_distributed_thread_notes,
                                      setup_cpu_distributed)
+from pmsn_mm.engine.loaders import fit_loaders_to_machine
 from pmsn_mm.utils.upstream_notes import unused_checkpoint_keys_unlisted
 
 #: What ``--out`` writes: mmengine's ``DumpResults`` pickles the per-sample
@@ -85,62 +90,45 @@ def merge_args(cfg: Config, args: argparse.Namespace) -> Config:
             dict(type='DumpResults', out_file_path=args.out)
         ]
     if args.cfg_options is not None:
+        check_option_keys(cfg, args.cfg_options)  # e.g. test_dataloder
         cfg.merge_from_dict(args.cfg_options)
     return cfg
 
 
 def check_test_loop(cfg: Config, config: str) -> None:
-    """Refuse a config that cannot test (a pretraining config)."""
+    """Refuse a config that cannot test (a pretraining config), naming the
+    benchmark configs whose encoder is the config's."""
     missing = [key for key in ('test_dataloader', 'test_cfg', 'test_evaluator')
                if cfg.get(key) is None]
-    if missing:
-        raise ValueError(
-            f'{config} has no test loop ({", ".join(missing)} not set): it is '
-            'a training-only config. To evaluate a pretrained encoder use a '
-            'benchmark config, e.g. configs/pmsn/benchmarks/'
-            'vit-small-p16-lastcls_knn-k20_in1k.py (kNN), '
-            '*_logreg_in1k-1pct.py (low-shot logistic regression), or train a '
-            'linear probe (*-linear-*.py) with tools/train.py and test that.')
+    if not missing:
+        return
+    backbone = (cfg.get('model') or {}).get('backbone') or {}
+    shape = config_vit_shape(backbone)
+    fits = fitting_benchmarks(shape) if shape else []
+    which = (f'with this config\'s encoder ({shape}): {", ".join(fits)}'
+             if fits else 'e.g. configs/pmsn/benchmarks/'
+             'vit-small-p16-lastcls_knn-k20_in1k.py (kNN), '
+             '*_logreg_in1k-1pct.py (low-shot logistic regression)')
+    raise ValueError(
+        f'{config} has no test loop ({", ".join(missing)} not set): it is '
+        'a training-only config. To evaluate a pretrained encoder use a '
+        f'benchmark config {which}; or train a linear probe (*-linear-*.py) '
+        'with tools/train.py and test that.')
 
 
 def check_checkpoint_covers(model: torch.nn.Module, path: str) -> str:
-    """Refuse a checkpoint that lacks some of the model's weights; return
-    one line saying what the model takes from it and what it leaves.
-
-    mmengine loads ``load_from`` non-strictly; a checkpoint of another
-    architecture (or without the ``backbone.`` prefix) would leave weights at
-    their initialisation and be evaluated silently. A pretraining checkpoint
-    evaluated by a benchmark (kNN, linear probe) has more than the model
-    needs (the EMA target, projector, prototypes): that is expected and
-    summarised per top-level name instead of mmengine's list of every key.
+    """Refuse a checkpoint that does not fit the model (missing or
+    mis-shaped weights: the architectures differ, and the error names the
+    benchmarks that fit); return one line of what the model takes from it
+    and what it leaves (:func:`pmsn_mm.engine.checkpoint_fit.checkpoint_fit`).
     """
     if is_model_wrapper(model):  # distributed: keys without 'module.'
         model = model.module
     ckpt = CheckpointLoader.load_checkpoint(path, map_location='cpu')
     state = ckpt.get('state_dict', ckpt) if isinstance(ckpt, dict) else {}
-    keys = {k[len('module.'):] if k.startswith('module.') else k
-            for k in state}
-    wanted = model.state_dict()
-    missing = [k for k in wanted if k not in keys]
-    if missing:
-        tops = sorted({k.split('.')[0] for k in keys})
-        raise ValueError(
-            f'{path} lacks {len(missing)} of the model\'s '
-            f'{len(wanted)} weights (e.g. {missing[:4]}); it has '
-            f'top-level names {tops}. For a PMSN/MSN encoder, pass the '
-            'pretraining checkpoint (backbone.* = online encoder) or the '
-            'output of tools/model_converters/pmsn_to_backbone.py (--target '
-            'for the EMA target).')
-
-    def by_top(names) -> str:
-        counts = Counter(k.split('.')[0] for k in names)
-        return ', '.join(f'{top}.*: {n}' for top, n in sorted(counts.items()))
-
-    unused = sorted(keys - set(wanted))
-    left = (f'; left {len(unused)} this model does not use ({by_top(unused)})'
-            if unused else '')
-    return (f'{path}: the model takes all {len(wanted)} of its weights '
-            f'({by_top(wanted)}){left}.')
+    state = {k[len('module.'):] if k.startswith('module.') else k: v
+             for k, v in state.items()}
+    return checkpoint_fit(model, state, path)
 
 
 def wrap_frozen_models(cfg: Config, launcher: str) -> None:
@@ -164,16 +152,20 @@ def wrap_frozen_models(cfg: Config, launcher: str) -> None:
 def run(argv=None) -> Tuple[Runner, dict]:
     """Test; returns the runner and the metrics."""
     args = parse_args(argv)
-    cfg = merge_args(Config.fromfile(args.config), args)
-    pmsn_mm.config.check_config_types(cfg)  # refuse misspelled types
-    pmsn_mm.config.check_config_values(cfg)  # one owner per number
+    cfg = merge_args(Config.fromfile(check_config_path(args.config)), args)
+    # misspelled types and keys, one owner per number: before any build
+    pmsn_mm.config.check_config(cfg)
+    fitted = fit_loaders_to_machine(cfg)  # workers, pin_memory
     check_test_loop(cfg, args.config)
     wrap_frozen_models(cfg, args.launcher)
+    explain_distributed_thread_notes(args.launcher)
     setup_cpu_distributed(cfg, args.launcher)
     if 'runner_type' not in cfg:
         runner = Runner.from_cfg(cfg)
     else:
         runner = RUNNERS.build(cfg)
+    if fitted:
+        runner.logger.info(fitted)
     runner.logger.info(check_checkpoint_covers(runner.model, args.checkpoint))
     with unused_checkpoint_keys_unlisted():  # the line above says it
         metrics = runner.test()
@@ -187,6 +179,9 @@ def main(argv=None) -> dict:
 
 
 if __name__ == '__main__':
-    finished, _ = run()
+    try:
+        finished, _ = run()
+    except pmsn_mm.config.ConfigCheckError as error:  # the message alone
+        sys.exit(f'{type(error).__name__}: {error}')
     if finished.distributed:  # see exit_after_distributed_run
         exit_after_distributed_run(finished)

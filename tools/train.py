@@ -4,6 +4,7 @@ Examples:
     python tools/train.py configs/pmsn/CONFIG.py
     python tools/train.py CONFIG --work-dir work_dirs/x --resume
     python tools/train.py CONFIG --work-dir work_dirs/x --overwrite
+    python tools/train.py CONFIG --max-iters 3   # a smoke run, any loop
     bash tools/dist_train.sh CONFIG 8
 
 A run that does not resume refuses a work dir that already holds checkpoints
@@ -15,6 +16,7 @@ from ``last_checkpoint`` resolved inside the work dir, else from its newest
 import argparse
 import os
 import os.path as osp
+import sys
 
 from mmengine.config import Config, DictAction
 from mmengine.logging import print_log
@@ -22,11 +24,15 @@ from mmengine.runner import Runner
 from mmpretrain.registry import RUNNERS
 
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
+from pmsn_mm.config.overrides import (check_config_path, check_option_keys,
+                                      short_run)
 from pmsn_mm.datasets.non_empty import check_has_batches
 from pmsn_mm.engine.hooks import FinalValMetricsHook, WorkDirOverwriteHook
 from pmsn_mm.engine.launcher import (end_distributed,
                                      exit_after_distributed_run,
+                                     explain_distributed_thread_notes,
                                      setup_cpu_distributed)
+from pmsn_mm.engine.loaders import fit_loaders_to_machine
 from pmsn_mm.engine.optimizers import amp_device_available
 from pmsn_mm.engine.work_dir import prepare_work_dir
 from pmsn_mm.utils.upstream_notes import MMEngineFileClientNotes
@@ -72,10 +78,18 @@ def parse_args(argv=None) -> argparse.Namespace:
         action='store_true',
         help='scale the lr by the actual total batch size')
     parser.add_argument(
+        '--max-iters',
+        type=int,
+        help='a short run: train N iterations, validate once (if the config '
+        'validates) and save a checkpoint, for iteration- and epoch-based '
+        'configs alike (epoch-based: one epoch of N batches)')
+    parser.add_argument(
         '--cfg-options',
         nargs='+',
         action=DictAction,
-        help='override config settings, e.g. train_cfg.max_iters=10')
+        help='override config settings, e.g. train_dataloader.batch_size=16 '
+        '(a key of a section the config lacks and the runner does not read '
+        'is refused)')
     parser.add_argument(
         '--launcher',
         choices=['none', 'pytorch', 'slurm', 'mpi'],
@@ -117,7 +131,12 @@ def merge_args(cfg: Config, args: argparse.Namespace) -> Config:
     if args.auto_scale_lr:
         enable_auto_scale_lr(cfg, args.config)
     if args.cfg_options is not None:
+        check_option_keys(cfg, args.cfg_options)  # e.g. train_dataloder
         cfg.merge_from_dict(args.cfg_options)
+    if args.max_iters is not None:
+        changed = short_run(cfg, args.max_iters)
+        print_log(f'--max-iters {args.max_iters}: {", ".join(changed)}',
+                  logger='current')
     cpu_amp_fallback(cfg)
     return cfg
 
@@ -161,12 +180,14 @@ def enable_auto_scale_lr(cfg: Config, config: str) -> None:
 def main(argv=None) -> Runner:
     """Train; returns the runner (for scripts and tests)."""
     args = parse_args(argv)
-    cfg = merge_args(Config.fromfile(args.config), args)
-    pmsn_mm.config.check_config_types(cfg)  # refuse misspelled types
-    pmsn_mm.config.check_config_values(cfg)  # one owner per number
+    cfg = merge_args(Config.fromfile(check_config_path(args.config)), args)
+    # misspelled types and keys, one owner per number: before any build
+    pmsn_mm.config.check_config(cfg)
+    fitted = fit_loaders_to_machine(cfg)  # workers, pin_memory
     plan = prepare_work_dir(cfg, args.overwrite)
     # moves the earlier run's files only once everything is built
     overwrite = WorkDirOverwriteHook(cfg.work_dir, plan)
+    explain_distributed_thread_notes(args.launcher)
     setup_cpu_distributed(cfg, args.launcher)
     try:
         if 'runner_type' not in cfg:
@@ -174,7 +195,7 @@ def main(argv=None) -> Runner:
         else:
             runner = RUNNERS.build(cfg)
         runner.logger.addFilter(MMEngineFileClientNotes())
-        for note in plan.notes:
+        for note in plan.notes + [fitted] * bool(fitted):
             runner.logger.info(note)
         runner.register_hook(FinalValMetricsHook())  # the log's last line
         runner.register_hook(overwrite)
@@ -188,6 +209,9 @@ def main(argv=None) -> Runner:
 
 
 if __name__ == '__main__':
-    finished = main()
+    try:
+        finished = main()
+    except pmsn_mm.config.ConfigCheckError as error:  # the message alone
+        sys.exit(f'{type(error).__name__}: {error}')
     if finished.distributed:  # see exit_after_distributed_run
         exit_after_distributed_run(finished)

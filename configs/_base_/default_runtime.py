@@ -26,6 +26,9 @@ default_hooks = dict(
     # EMA targets (PMSN, data2vec) averaged in after every optimizer step,
     # as official MSN does; no-op for models without one
     target_ema=dict(type='TargetEMAHook'),
+    # on a CPU, torch threads for the cores other processes leave free (a
+    # busy neighbour otherwise costs a run 3-30x); OMP_NUM_THREADS wins
+    cpu_threads=dict(type='CPUThreadsHook'),
 )
 
 env_cfg = dict(

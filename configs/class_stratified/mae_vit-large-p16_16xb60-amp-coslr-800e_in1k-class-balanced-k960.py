@@ -16,19 +16,38 @@ _base_ = 'mmpretrain::mae/mae_vit-large-p16_8xb512-amp-coslr-800e_in1k.py'
 custom_imports = dict(imports=['pmsn_mm'], allow_failed_imports=False)
 
 batch_size = 60  # per GPU; 16 GPUs -> 960
+# mmpretrain's MAE pipeline (imagenet_bs512_mae.py), restated with pmsn_mm's
+# CheckedLoadImageFromFile (errors that name the file)
+train_pipeline = [
+    dict(type='CheckedLoadImageFromFile'),
+    dict(
+        type='RandomResizedCrop',
+        scale=224,
+        crop_ratio_range=(0.2, 1.0),
+        backend='pillow',
+        interpolation='bicubic'),
+    dict(type='RandomFlip', prob=0.5),
+    dict(type='PackInputs')
+]
 train_dataloader = dict(
+    # the one upload per step non-blocking on a GPU (a copy from pageable
+    # memory would be synchronous); pmsn_mm's tools drop it without one
+    pin_memory=True,
     batch_size=batch_size,
     drop_last=False,  # the batch sampler yields whole batches only
     batch_sampler=dict(
         type='ClassStratifiedBatchSampler', classes_per_batch=960),
     # mmengine passes the `_scope_` that inheriting from `mmpretrain::` adds
     # to collate_fn on to default_collate, which refuses it: restate it
-    collate_fn=dict(_delete_=True, type='default_collate'))
+    collate_fn=dict(_delete_=True, type='default_collate'),
+    dataset=dict(pipeline=train_pipeline))
 # official param groups: no weight decay on 1-D parameters only
 optim_wrapper = dict(
     # mmpretrain's AmpOptimWrapper (fp16, dynamic loss scale) on a GPU, bf16
     # autocast without a scaler on the CPU
     type='DeviceAwareAmpOptimWrapper',
+    # one param group per distinct setting (pmsn_mm; docs/openmmlab.md)
+    constructor='CoalescedOptimWrapperConstructor',
     optimizer=dict(lr=1.5e-4 * 960 / 256),
     paramwise_cfg=dict(_delete_=True, flat_decay_mult=0.0))
 # the batch uploaded once, not mmengine's per-sample cast_data

@@ -29,18 +29,56 @@ batch_size = 240  # per GPU; 16 GPUs -> 3840
 max_epochs = 300
 warmup_epochs = 10
 lr = 0.3 * 3840 / 256
+# mmpretrain's SimCLR views (imagenet_bs32_simclr.py), restated with
+# pmsn_mm's ModuloHueColorJitter (mmcv's hue step fails under numpy >= 2)
+# and CheckedLoadImageFromFile (errors that name the file)
+view_pipeline = [
+    dict(type='RandomResizedCrop', scale=224, backend='pillow'),
+    dict(type='RandomFlip', prob=0.5),
+    dict(
+        type='RandomApply',
+        transforms=[
+            dict(
+                type='ModuloHueColorJitter',
+                brightness=0.8,
+                contrast=0.8,
+                saturation=0.8,
+                hue=0.2)
+        ],
+        prob=0.8),
+    dict(
+        type='RandomGrayscale',
+        prob=0.2,
+        keep_channels=True,
+        channel_weights=(0.114, 0.587, 0.2989)),
+    dict(
+        type='GaussianBlur',
+        magnitude_range=(0.1, 2.0),
+        magnitude_std='inf',
+        prob=0.5),
+]
+train_pipeline = [
+    dict(type='CheckedLoadImageFromFile'),
+    dict(type='MultiView', num_views=2, transforms=[view_pipeline]),
+    dict(type='PackInputs')
+]
 train_dataloader = dict(
+    # the one upload per step non-blocking on a GPU (a copy from pageable
+    # memory would be synchronous); pmsn_mm's tools drop it without one
+    pin_memory=True,
     batch_size=batch_size,
     drop_last=False,  # the batch sampler yields whole batches only
     batch_sampler=dict(
         type='ClassStratifiedBatchSampler', classes_per_batch=960),
     # mmengine passes the `_scope_` that inheriting from `mmpretrain::` adds
     # to collate_fn on to default_collate, which refuses it: restate it
-    collate_fn=dict(_delete_=True, type='default_collate'))
+    collate_fn=dict(_delete_=True, type='default_collate'),
+    dataset=dict(pipeline=train_pipeline))
 
 # the batch uploaded once, not mmengine's per-sample cast_data
 data_preprocessor = dict(type='BatchCastPreprocessor')
 model = dict(
+    type='SyncFreeSimCLR',  # mmpretrain's loss without host syncs
     backbone=dict(zero_init_residual=False),
     neck=dict(
         _delete_=True,
@@ -51,8 +89,11 @@ model = dict(
         with_avg_pool=True))
 
 # no paramwise_cfg: weight decay and the LARS adaptation on every parameter
+# (SyncFreeLARS: mmpretrain's LARS update without host syncs)
 optim_wrapper = dict(
-    optimizer=dict(lr=lr), paramwise_cfg=dict(_delete_=True))
+    constructor='CoalescedOptimWrapperConstructor',
+    optimizer=dict(type='SyncFreeLARS', lr=lr),
+    paramwise_cfg=dict(_delete_=True))
 param_scheduler = [
     dict(type='LinearLR', start_factor=1 / 8, by_epoch=True, begin=0,
          end=warmup_epochs, convert_to_iter_based=True),

@@ -33,8 +33,8 @@ data_preprocessor = dict(
     to_rgb=True)
 
 train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='ColorJitter', brightness=0.4, contrast=0.4, saturation=0.4),
+    dict(type='CheckedLoadImageFromFile'),
+    dict(type='ModuloHueColorJitter', brightness=0.4, contrast=0.4, saturation=0.4),
     dict(type='RandomFlip', prob=0.5),
     dict(type='RandomResizedCrop', scale=224, backend='pillow',
          interpolation='bicubic'),
@@ -47,6 +47,9 @@ train_pipeline = [
     dict(type='PackInputs'),
 ]
 train_dataloader = dict(
+    # the one upload per step non-blocking on a GPU (a copy from pageable
+    # memory would be synchronous); pmsn_mm's tools drop it without one
+    pin_memory=True,
     batch_size=batch_size,
     num_workers=10,
     persistent_workers=True,

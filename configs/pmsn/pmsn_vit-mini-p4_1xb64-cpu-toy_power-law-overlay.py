@@ -22,7 +22,7 @@ view_pipeline = [
     dict(
         type='RandomApply',
         transforms=[
-            dict(type='ColorJitter', brightness=0.4, contrast=0.4)
+            dict(type='ModuloHueColorJitter', brightness=0.4, contrast=0.4)
         ],
         prob=0.8),
 ]

@@ -17,7 +17,7 @@ view_pipeline = [
     dict(type='RandomFlip', prob=0.5),
     dict(
         type='RandomApply',
-        transforms=[dict(type='ColorJitter', brightness=0.4, contrast=0.4)],
+        transforms=[dict(type='ModuloHueColorJitter', brightness=0.4, contrast=0.4)],
         prob=0.8),
 ]
 train_dataloader = dict(

@@ -17,9 +17,89 @@
 _base_ = 'mmpretrain::swav/swav_resnet50_8xb32-mcrop-coslr-200e_in1k-224px-96px.py'
 custom_imports = dict(imports=['pmsn_mm'], allow_failed_imports=False)
 
+# mmpretrain's SwAV views, restated with pmsn_mm's ModuloHueColorJitter
+# (mmcv's hue step fails under numpy >= 2) and CheckedLoadImageFromFile
+# (errors that name the file)
+num_crops = [2, 6]
+view_pipeline1 = [
+    dict(
+        type='RandomResizedCrop',
+        scale=224,
+        crop_ratio_range=(0.14, 1.),
+        backend='pillow'),
+    dict(
+        type='RandomApply',
+        transforms=[
+            dict(
+                type='ModuloHueColorJitter',
+                brightness=0.8,
+                contrast=0.8,
+                saturation=0.8,
+                hue=0.2)
+        ],
+        prob=0.8),
+    dict(
+        type='RandomGrayscale',
+        prob=0.2,
+        keep_channels=True,
+        channel_weights=(0.114, 0.587, 0.2989)),
+    dict(
+        type='GaussianBlur',
+        magnitude_range=(0.1, 2.0),
+        magnitude_std='inf',
+        prob=0.5),
+    dict(type='RandomFlip', prob=0.5),
+]
+view_pipeline2 = [
+    dict(
+        type='RandomResizedCrop',
+        scale=96,
+        crop_ratio_range=(0.05, 0.14),
+        backend='pillow'),
+    dict(
+        type='RandomApply',
+        transforms=[
+            dict(
+                type='ModuloHueColorJitter',
+                brightness=0.8,
+                contrast=0.8,
+                saturation=0.8,
+                hue=0.2)
+        ],
+        prob=0.8),
+    dict(
+        type='RandomGrayscale',
+        prob=0.2,
+        keep_channels=True,
+        channel_weights=(0.114, 0.587, 0.2989)),
+    dict(
+        type='GaussianBlur',
+        magnitude_range=(0.1, 2.0),
+        magnitude_std='inf',
+        prob=0.5),
+    dict(type='RandomFlip', prob=0.5),
+]
+train_pipeline = [
+    dict(type='CheckedLoadImageFromFile'),
+    dict(
+        type='MultiView',
+        num_views=num_crops,
+        transforms=[view_pipeline1, view_pipeline2]),
+    dict(type='PackInputs')
+]
 # mmengine passes the `_scope_` that inheriting from `mmpretrain::` adds to
 # collate_fn on to default_collate, which refuses it: restate it plainly
-train_dataloader = dict(collate_fn=dict(_delete_=True, type='default_collate'))
+train_dataloader = dict(
+    # the one upload per step non-blocking on a GPU (a copy from pageable
+    # memory would be synchronous); pmsn_mm's tools drop it without one
+    pin_memory=True,
+    collate_fn=dict(_delete_=True, type='default_collate'),
+    dataset=dict(pipeline=train_pipeline))
+# mmpretrain's LARS update without host syncs; one param group per distinct
+# setting (pmsn_mm's constructors: docs/openmmlab.md)
+optim_wrapper = dict(
+    constructor='CoalescedOptimWrapperConstructor',
+    optimizer=dict(type='SyncFreeLARS'))
 # the recipe's lr is for 8 GPUs x 32 images (`--auto-scale-lr` rescales it)
 auto_scale_lr = dict(base_batch_size=256)
 

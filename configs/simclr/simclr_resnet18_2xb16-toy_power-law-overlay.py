@@ -11,7 +11,7 @@ view_pipeline = [
         type='RandomApply',
         transforms=[
             dict(
-                type='ColorJitter',
+                type='ModuloHueColorJitter',
                 brightness=0.4,
                 contrast=0.4,
                 saturation=0.0,
@@ -26,12 +26,15 @@ train_pipeline = [
 # the lr is for 2 processes x 16 images (`--auto-scale-lr` rescales it)
 auto_scale_lr = dict(base_batch_size=32)
 train_dataloader = dict(
+    # the one upload per step non-blocking on a GPU (a copy from pageable
+    # memory would be synchronous); pmsn_mm's tools drop it without one
+    pin_memory=True,
     batch_size=16,
     dataset=dict(num_samples=512, pipeline=train_pipeline),
     drop_last=True)
 
 model = dict(
-    type='SimCLR',
+    type='SyncFreeSimCLR',
     data_preprocessor=dict(
         type='BatchCastPreprocessor',  # the batch uploaded once
         mean={{_base_.data_preprocessor.mean}},
@@ -53,6 +56,8 @@ model = dict(
 
 optim_wrapper = dict(
     type='OptimWrapper',
+    # one param group per distinct setting, AdamW fused on CUDA (pmsn_mm)
+    constructor='CoalescedOptimWrapperConstructor',
     optimizer=dict(type='AdamW', lr=1e-3, weight_decay=1e-4))
 param_scheduler = [dict(type='CosineAnnealingLR', T_max=20, by_epoch=False)]
 train_cfg = dict(type='IterBasedTrainLoop', max_iters=20)

@@ -35,7 +35,7 @@ common_view = [
     dict(
         type='RandomApply',
         transforms=[
-            dict(type='ColorJitter', brightness=0.4, contrast=0.4,
+            dict(type='ModuloHueColorJitter', brightness=0.4, contrast=0.4,
                  saturation=0.2, hue=0.1)
         ],
         prob=0.8),
@@ -54,11 +54,14 @@ view_b = [
     dict(type='Solarize', thr=128, prob=0.2),
 ]
 train_pipeline = [
-    dict(type='LoadImageFromFile'),
+    dict(type='CheckedLoadImageFromFile'),
     dict(type='MultiView', num_views=[1, 1], transforms=[view_a, view_b]),
     dict(type='PackInputs'),
 ]
 train_dataloader = dict(
+    # the one upload per step non-blocking on a GPU (a copy from pageable
+    # memory would be synchronous); pmsn_mm's tools drop it without one
+    pin_memory=True,
     batch_size=batch_size,
     num_workers=10,
     persistent_workers=True,
@@ -101,8 +104,12 @@ optim_wrapper = dict(
     # autocast without a scaler on the CPU
     type='DeviceAwareAmpOptimWrapper',
     loss_scale='dynamic',
+    # one param group per distinct setting (pmsn_mm; docs/openmmlab.md)
+    constructor='CoalescedOptimWrapperConstructor',
+    # mmpretrain's LARS update without host syncs
     optimizer=dict(
-        type='LARS', lr=lr, momentum=0.9, weight_decay=1e-6, eta=0.001),
+        type='SyncFreeLARS', lr=lr, momentum=0.9, weight_decay=1e-6,
+        eta=0.001),
     paramwise_cfg=dict(
         custom_keys={
             'bn': dict(decay_mult=0, lars_exclude=True),

@@ -1,32 +1,96 @@
-"""Unknown config keys of pmsn_mm modules: an error that lists the valid ones.
+"""Unknown config keys: an error that names the key path and the valid keys,
+before anything is built.
 
 A typo in a config (``prior_wieght=5``) reaches the constructor as a keyword
-argument and Python says only ``unexpected keyword argument
-'prior_wieght'``. :func:`strict_config_keys` wraps a class's ``__init__`` so
-that unknown keyword arguments raise a ``TypeError`` that names the class,
-the unknown keys, the closest valid key and every valid key — before the
-constructor runs. :func:`apply_strict_config_keys` does this for every class
-that pmsn_mm registers into mmpretrain's registries, so new modules get it
-without code of their own: ``import pmsn_mm`` calls it once, in
-:func:`pmsn_mm.utils.setup_env.register_all_modules`, and from then on the
-``__init__`` of every registered pmsn_mm class is this module's wrapper
-(``functools.wraps`` of the constructor written in the class's own file,
-which nothing in that file shows).
+argument, and Python says only ``unexpected keyword argument
+'prior_wieght'`` — once the runner gets that far, after the dataset was
+indexed and the model built. :func:`check_config_keys` reads the config
+instead: for every dict with a string ``type`` that a registry builds as
+``cls(**cfg)``, it finds the class the runner would build (the same
+registry, scope and name) and compares the dict's keys with the keyword
+arguments the class accepts (:func:`valid_config_keys`). It covers pmsn_mm's
+classes and upstream's (an mmpretrain ``VisionTransformer`` key, an mmengine
+hook's, a torch optimizer's) alike, and changes no class: it reads their
+signatures.
 
 The valid keys are the constructor's named parameters, followed up the MRO
 while a constructor forwards ``**kwargs`` to its base. If that chain ends in
 an open ``**kwargs`` (``object``; ``torch.nn.Module`` counts as closed, it
 refuses keyword arguments itself), any key is accepted and nothing is
-checked: a valid config is never refused.
+checked: a valid config is never refused. So are dicts that are not built
+as ``cls(**cfg)`` (the ``norm_cfg``/``act_cfg``/``init_cfg`` family, which
+their own builders read), and types that are not classes (functions such as
+``collate_fn``). Keys that a builder consumes itself count as valid:
+``convert_to_iter_based`` of a parameter scheduler, ``priority`` of a
+hook, ``pretrained`` of a sub-model (mmpretrain's multimodal models pop
+it); ``constructor``, ``paramwise_cfg``, ``optimizer`` and the
+constructor's own ``wrapper_keys`` of ``optim_wrapper``. Only what the
+runner builds is read: the top-level keys of
+:data:`~pmsn_mm.config.config_types.TOP_KEY_REGISTRIES` and the
+dataloaders, not helper variables such as ``train_pipeline``.
+
+A dataloader dict (``train_dataloader``, ...; no ``type``) is checked
+against ``torch.utils.data.DataLoader``'s arguments and the keys mmengine's
+runner reads itself (``dataset``, ``sampler``, ``num_batch_per_epoch``,
+...).
+
+Tested over every shipped config and every config mmpretrain ships:
+none is refused but one that mmengine refuses too.
 """
 import difflib
-import functools
 import inspect
-from typing import Iterable, Optional, Tuple
+import sys
+from typing import Any, Iterable, List, Mapping, Optional, Tuple
 
 from torch import nn
 
-_CHECKED = '__pmsn_config_keys__'
+from .config_types import (TOP_KEY_REGISTRIES, format_key_path,
+                           iter_config_types, preferred_registry)
+from .errors import ConfigCheckError
+
+#: Keys whose dicts their own builders read (``build_norm_layer``,
+#: mmengine's ``initialize``, the ``policies`` that mmpretrain's
+#: ``RandAugment`` rewrites, ...), not ``cls(**cfg)``; nothing under them
+#: is checked. Any other key ending in ``_cfg``/``_cfgs`` below the top
+#: level is skipped too.
+UNCHECKED_KEYS = frozenset({'init_cfg', 'override', 'policies'})
+#: Top-level ``*_cfg`` keys whose dict is built as ``cls(**cfg)``.
+BUILT_TOP_CFGS = frozenset({'train_cfg', 'val_cfg', 'test_cfg'})
+#: Keys mmengine's parameter-scheduler builder consumes before
+#: ``cls(**cfg)`` (``build_scheduler_from_cfg``).
+SCHEDULER_BUILDER_KEYS = frozenset({'convert_to_iter_based'})
+#: Keys the runner takes out of a hook's dict (``Runner.register_hook``).
+HOOK_RUNNER_KEYS = frozenset({'priority'})
+#: Keys a model takes out of a sub-model's dict before building it
+#: (mmpretrain's multimodal models pop the encoders' ``pretrained``).
+SUBMODEL_PARENT_KEYS = frozenset({'pretrained'})
+#: Keys of a dataloader dict that mmengine's ``Runner.build_dataloader``
+#: reads itself (the rest go to ``torch.utils.data.DataLoader``).
+DATALOADER_RUNNER_KEYS = frozenset({'dataset', 'sampler', 'batch_sampler',
+                                    'collate_fn', 'num_batch_per_epoch',
+                                    'worker_init_fn'})
+#: Keys of ``optim_wrapper`` that ``build_optim_wrapper`` and the
+#: constructor take out before building the wrapper.
+OPTIM_WRAPPER_KEYS = frozenset({'constructor', 'paramwise_cfg', 'optimizer'})
+
+
+class UnknownConfigKeyError(ConfigCheckError, TypeError):
+    """A config gives a class keys its constructor does not take.
+
+    A ``TypeError``, as Python's own ``unexpected keyword argument`` that
+    it replaces.
+
+    Args:
+        message: The error text.
+        problems: ``(key path, class name, unknown keys, valid keys)`` of
+            every refused dict.
+    """
+
+    def __init__(self, message: str,
+                 problems: Iterable[Tuple[str, str, Tuple[str, ...],
+                                          Tuple[str, ...]]] = ()):
+        super().__init__(message)
+        self.problems = list(problems)
 
 
 def valid_config_keys(cls: type) -> Optional[Tuple[str, ...]]:
@@ -39,7 +103,7 @@ def valid_config_keys(cls: type) -> Optional[Tuple[str, ...]]:
         The names in signature order (own parameters first, then those of
         the bases its ``**kwargs`` reach), or None if any key is accepted.
     """
-    names = []
+    names: List[str] = []
     for klass in cls.__mro__:
         init = klass.__dict__.get('__init__')
         if init is None:
@@ -92,56 +156,231 @@ def unknown_keys_message(cls: type, unknown: Iterable[str],
             f'{listed}')
 
 
-def strict_config_keys(cls: type) -> type:
-    """Make ``cls(**kwargs)`` refuse unknown keys with the valid ones listed.
+def _checked_path(path: Tuple[Any, ...]) -> bool:
+    """Whether the dict at ``path`` is built as ``cls(**cfg)``: under a
+    top-level key the runner builds (``model``, the dataloaders, hooks,
+    loops, ...; not a helper variable such as ``train_pipeline``), and not
+    under a key that its own builder reads."""
+    if not path or not isinstance(path[0], str) or not (
+            path[0] in TOP_KEY_REGISTRIES or path[0].endswith('_dataloader')):
+        return False
+    for depth, part in enumerate(path):
+        if not isinstance(part, str):
+            continue
+        if part in UNCHECKED_KEYS:
+            return False
+        if part.endswith(('_cfg', '_cfgs')) and not (
+                depth == 0 and part in BUILT_TOP_CFGS):
+            return False
+    return True
 
-    Does nothing if :func:`valid_config_keys` is None. Idempotent.
 
-    Args:
-        cls: The class to wrap (its ``__init__`` is replaced in place).
+def _registry_for(path: Tuple[Any, ...], scope: str) -> Optional[Any]:
+    """The registry the runner builds the dict at ``path`` with: the
+    descendant of the key's root registry for ``scope`` (or the root)."""
+    preferred = preferred_registry(path)
+    if preferred is None or preferred[1] == 'WEIGHT_INITIALIZERS':
+        return None
+    root = getattr(sys.modules.get(preferred[0]), preferred[1], None)
+    if root is None:
+        return None
+    stack = [root]
+    while stack:
+        registry = stack.pop()
+        if registry.scope == scope:
+            return registry
+        stack.extend(registry.children.values())
+    return root
 
-    Returns:
-        ``cls``, so this works as a class decorator.
-    """
-    if cls.__dict__.get(_CHECKED):
-        return cls
-    valid = valid_config_keys(cls)
-    setattr(cls, _CHECKED, True)
-    if valid is None:
-        return cls
-    allowed = frozenset(valid)
-    init = cls.__init__
 
-    @functools.wraps(init)
-    def __init__(self, *args, **kwargs):
-        unknown = kwargs.keys() - allowed
-        if unknown:
-            raise TypeError(unknown_keys_message(cls, unknown, valid))
-        init(self, *args, **kwargs)
+def _resolve(registry: Any, name: str) -> Optional[type]:
+    """The class ``registry.get(name)`` returns, or None (not found, not a
+    class; the type check reports unknown names)."""
+    try:
+        found = registry.get(name)
+    except Exception:  # noqa: BLE001  a failed lazy import: the build says
+        return None
+    return found if isinstance(found, type) else None
 
-    cls.__init__ = __init__
+
+def _extra_keys(path: Tuple[Any, ...], node: Mapping, registry: Any,
+                scope: str) -> Optional[frozenset]:
+    """Keys the builder of the dict at ``path`` consumes itself; None when
+    the dict is not built as ``cls(**cfg)`` at all."""
+    from mmengine.registry import HOOKS, PARAM_SCHEDULERS
+    root = registry
+    while root.parent is not None:
+        root = root.parent
+    if root is PARAM_SCHEDULERS:
+        return SCHEDULER_BUILDER_KEYS
+    if root is HOOKS:
+        return HOOK_RUNNER_KEYS
+    if path == ('optim_wrapper', ):
+        constructor = _optim_constructor(node, scope)
+        if constructor is None:
+            return None
+        return OPTIM_WRAPPER_KEYS | frozenset(
+            getattr(constructor, 'wrapper_keys', ()))
+    if path[0] == 'model' and len(path) > 1:
+        return SUBMODEL_PARENT_KEYS
+    return frozenset()
+
+
+def _optim_constructor(node: Mapping, scope: str) -> Optional[type]:
+    """The optimizer-wrapper constructor class of ``optim_wrapper`` when it
+    is mmengine's default one or a subclass (whose keys are known)."""
+    from mmengine.optim import DefaultOptimWrapperConstructor
+    from mmengine.registry import OPTIM_WRAPPER_CONSTRUCTORS
+    name = node.get('constructor', 'DefaultOptimWrapperConstructor')
+    if not isinstance(name, str):
+        return None
+    registry = OPTIM_WRAPPER_CONSTRUCTORS
+    for child in _descendants(OPTIM_WRAPPER_CONSTRUCTORS):
+        if child.scope == scope:
+            registry = child
+    cls = _resolve(registry, name)
+    if cls is None or not issubclass(cls, DefaultOptimWrapperConstructor):
+        return None
     return cls
 
 
-def apply_strict_config_keys(prefix: str = 'pmsn_mm.') -> int:
-    """Apply :func:`strict_config_keys` to every class registered from
-    ``prefix`` modules in mmpretrain's registries.
+def _descendants(registry: Any) -> List[Any]:
+    out, stack = [], [registry]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        stack.extend(node.children.values())
+    return out
+
+
+def _node_at(cfg: Any, path: Tuple[Any, ...]) -> Mapping:
+    node = cfg
+    for part in path:
+        node = node[part]
+    return node
+
+
+def config_key_problems(cfg: Any) -> List[Tuple[str, str, Tuple[str, ...],
+                                                Tuple[str, ...]]]:
+    """Every dict of ``cfg`` with keys its class does not take.
 
     Args:
-        prefix: Module prefix of the classes to wrap.
+        cfg: A loaded ``mmengine.config.Config`` (or any mapping of the same
+            shape) whose ``custom_imports`` and scopes are imported (as
+            :func:`~pmsn_mm.config.config_types.check_config_types` does).
 
     Returns:
-        The number of classes looked at.
+        ``(key path, class name, unknown keys, valid keys)`` per such dict.
     """
-    from mmengine.registry import Registry
-    from mmpretrain import registry as mmpretrain_registry
-
-    count = 0
-    for registry in vars(mmpretrain_registry).values():
-        if not isinstance(registry, Registry):
+    from mmengine.config import Config
+    tree = dict(cfg.items()) if isinstance(cfg, Config) else cfg
+    default_scope = cfg.get('default_scope') or 'mmengine'
+    found = list(iter_config_types(tree))
+    wrapper = tree.get('optim_wrapper')
+    if isinstance(wrapper, Mapping) and 'type' not in wrapper:
+        found.append((('optim_wrapper', ), 'OptimWrapper'))
+    problems = []
+    for path, value in found:
+        if not _checked_path(path):
             continue
-        for cls in list(registry.module_dict.values()):
-            if isinstance(cls, type) and cls.__module__.startswith(prefix):
-                strict_config_keys(cls)
-                count += 1
-    return count
+        node = _node_at(tree, path)
+        scope = node.get('_scope_') or default_scope
+        if '.' in value and value.split('.', 1)[0].isidentifier():
+            scope = value.split('.', 1)[0]
+        registry = _registry_for(path, scope)
+        if registry is None:
+            continue
+        cls = _resolve(registry, value)
+        if cls is None:
+            continue
+        valid = valid_config_keys(cls)
+        extra = _extra_keys(path, node, registry, scope)
+        if valid is None or extra is None:
+            continue
+        unknown = set(node) - {'type', '_scope_'} - set(valid) - extra
+        if unknown:
+            # what the builders take too, but a parent model's own keys
+            accepted = valid + tuple(
+                sorted(extra - set(valid) - SUBMODEL_PARENT_KEYS))
+            problems.append((format_key_path(path), cls.__name__,
+                             tuple(sorted(unknown)), accepted))
+    problems.extend(_dataloader_problems(tree))
+    return problems
+
+
+def _dataloader_problems(tree: Mapping) -> List[Tuple[str, str,
+                                                      Tuple[str, ...],
+                                                      Tuple[str, ...]]]:
+    """The keys of the dataloader dicts (``*_dataloader``, no ``type``)
+    that neither mmengine's runner nor torch's ``DataLoader`` takes."""
+    from torch.utils.data import DataLoader
+    valid = tuple(name for name in inspect.signature(
+        DataLoader.__init__).parameters if name != 'self')
+    accepted = valid + tuple(sorted(DATALOADER_RUNNER_KEYS - set(valid)))
+    problems = []
+    for name, loader in tree.items():
+        if not (isinstance(name, str) and name.endswith('_dataloader')
+                and isinstance(loader, Mapping) and 'type' not in loader):
+            continue
+        unknown = set(loader) - set(accepted) - {'_scope_'}
+        if unknown:
+            problems.append((name, 'DataLoader', tuple(sorted(unknown)),
+                             accepted))
+    return problems
+
+
+def check_config_keys(cfg: Any) -> None:
+    """Refuse a config that gives a class keys its constructor does not
+    take, before anything is built.
+
+    Args:
+        cfg: A loaded ``mmengine.config.Config`` whose types are known
+            (run :func:`~pmsn_mm.config.config_types.check_config_types`
+            first: it imports the config's ``custom_imports`` and scopes).
+
+    Raises:
+        UnknownConfigKeyError: Naming, for every such dict, its key path,
+            the class, the unknown keys, the closest valid key and every
+            valid key, e.g. ``model.head.loss: PMSNLoss got unknown config
+            key(s) ['prior_wieght'] (did you mean 'prior_weight'?); valid
+            keys: ...``.
+    """
+    problems = config_key_problems(cfg)
+    if not problems:
+        return
+    lines = [
+        f'{path}: ' + unknown_keys_message(type(name, (), {}), unknown, valid)
+        for path, name, unknown, valid in problems
+    ]
+    if len(lines) == 1:
+        message = lines[0]
+    else:
+        message = (f'{len(lines)} config entries with unknown keys:\n' +
+                   '\n'.join(f'  {line}' for line in lines))
+    raise UnknownConfigKeyError(message, problems)
+
+
+def check_config(cfg: Any) -> None:
+    """Every check of a config before it runs: unknown ``type`` names,
+    unknown keys, numbers stated twice.
+
+    Args:
+        cfg: A loaded, merged ``mmengine.config.Config``.
+
+    Raises:
+        UnknownConfigTypeError, UnknownConfigKeyError, ValueError: see
+        :func:`~pmsn_mm.config.config_types.check_config_types`,
+        :func:`check_config_keys` and
+        :func:`~pmsn_mm.config.config_values.check_config_values`.
+    """
+    from .config_types import check_config_types
+    from .config_values import check_config_values
+    check_config_types(cfg)
+    check_config_keys(cfg)
+    check_config_values(cfg)
+
+
+__all__ = [
+    'UnknownConfigKeyError', 'check_config', 'check_config_keys',
+    'config_key_problems', 'unknown_keys_message', 'valid_config_keys'
+]

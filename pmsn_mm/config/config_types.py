@@ -34,6 +34,8 @@ import sys
 from typing import (Any, Dict, Iterator, List, Mapping, Optional, Sequence,
                     Set, Tuple)
 
+from .errors import ConfigCheckError
+
 #: Registries a config key (of any depth) builds from: key -> (module, name)
 #: of the root registry, whose descendants count too.
 NESTED_KEY_REGISTRIES = {
@@ -75,7 +77,7 @@ MAX_CLOSE = 5
 Path = Tuple[Any, ...]
 
 
-class UnknownConfigTypeError(KeyError):
+class UnknownConfigTypeError(ConfigCheckError, KeyError):
     """A config names a ``type`` that no registry knows.
 
     A ``KeyError``, as the registry's own error that it replaces (code that

@@ -12,6 +12,8 @@ where the head builds its prior.)
 """
 from typing import Any, Mapping
 
+from .errors import ConfigValueError
+
 #: Dataloaders whose ``batch_size`` owns the batch size.
 DATALOADERS = ('train_dataloader', 'val_dataloader', 'test_dataloader')
 
@@ -26,8 +28,10 @@ def check_config_values(cfg: Any) -> None:
     Raises:
         ValueError: Naming both settings and their values, e.g.
             ``train_dataloader.batch_sampler.batch_size=4 differs from
-            train_dataloader.batch_size=8``.
+            train_dataloader.batch_size=8``; or a default hook set to None
+            that mmengine cannot drop (:func:`check_default_hooks`).
     """
+    check_default_hooks(cfg)
     for name in DATALOADERS:
         loader = cfg.get(name)
         if not isinstance(loader, Mapping):
@@ -37,9 +41,41 @@ def check_config_values(cfg: Any) -> None:
             continue
         own, outer = sampler['batch_size'], loader.get('batch_size')
         if own != outer:
-            raise ValueError(
+            raise ConfigValueError(
                 f'{name}.batch_sampler.batch_size={own!r} differs from '
                 f'{name}.batch_size={outer!r}: the dataloader\'s batch_size '
                 'is the batch size (mmengine hands it to the batch sampler); '
                 f'remove batch_size from {name}.batch_sampler and set '
                 f'{name}.batch_size.')
+
+
+#: The default hooks mmengine's Runner registers itself; only these may be
+#: set to None in ``default_hooks`` (``Runner.register_default_hooks``).
+MMENGINE_DEFAULT_HOOKS = ('runtime_info', 'timer', 'logger', 'param_scheduler',
+                          'checkpoint', 'sampler_seed')
+
+
+def check_default_hooks(cfg: Any) -> None:
+    """Refuse ``default_hooks.NAME=None`` for a hook mmengine does not
+    register itself (mmengine fails on it with a bare ``AssertionError``
+    once the runner is built).
+
+    Args:
+        cfg: A loaded config.
+
+    Raises:
+        ValueError: Naming the hook and what to write instead.
+    """
+    hooks = cfg.get('default_hooks')
+    if not isinstance(hooks, Mapping):
+        return
+    for name, hook in hooks.items():
+        if hook is None and name not in MMENGINE_DEFAULT_HOOKS:
+            off = {'cpu_threads': 'default_hooks.cpu_threads.threads=None',
+                   'non_finite_guard':
+                   "default_hooks.non_finite_guard.action='skip'"}.get(name)
+            raise ConfigValueError(
+                f'default_hooks.{name}=None: mmengine accepts None only for '
+                f'its own default hooks ({", ".join(MMENGINE_DEFAULT_HOOKS)})'
+                '; remove the hook from the config\'s default_hooks'
+                + (f', or switch it off with {off}' if off else '') + '.')

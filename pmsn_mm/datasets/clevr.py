@@ -129,7 +129,8 @@ def load_clevr_scenes(data_root: str, split: str) -> List[dict]:
     path = clevr_scene_file(data_root, split)
     data = read_json_dict(
         path, 'Set data_root to the CLEVR_v1.0 folder (holding scenes/ and '
-        'images/).')
+        'images/). Sample files in its layout: python '
+        'tools/dataset_converters/make_sample_data.py data --formats clevr.')
     scenes = require_list_field(data, 'scenes', path)
     for i, scene in enumerate(scenes):
         if not isinstance(scene, dict) or not isinstance(

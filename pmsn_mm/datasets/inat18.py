@@ -121,5 +121,9 @@ class INat18(OriginalLayoutDataset):
         path = inat18_annotation_file(self.data_root, self.split)
         annotation = read_json_dict(
             path, 'Set data_root to the folder holding train2018.json, '
-            'val2018.json and train_val2018/.')
+            'val2018.json and train_val2018/ (docs/data.md). To try a '
+            'config without the dataset, write small sample files in its '
+            'layout: python tools/dataset_converters/make_sample_data.py '
+            'data --formats inat18 (run from the folder the config\'s '
+            'data/ paths are relative to).')
         return inat18_samples(annotation, path)

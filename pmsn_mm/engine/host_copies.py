@@ -38,8 +38,15 @@ tensor, ``torch.as_tensor(x, device=dev)``), indexing a device tensor with
 a Python list (torch uploads the index), and ops that mix a host tensor of
 one or more dimensions with device tensors (on CUDA either an error or an
 implicit upload; 0-dim host tensors are passed by value and are free). A
-``non_blocking`` move of a *batch* tensor is counted apart as ``batch`` (the
-one upload a step needs); every other copy is ``blocking``.
+``non_blocking`` move of a *batch* tensor in pinned memory is counted apart
+as ``batch`` (the one upload a step needs, asynchronous on a GPU); every
+other copy is ``blocking`` — a ``non_blocking`` move from pageable memory
+included (a loader without ``pin_memory``, or a batch tensor converted on
+the host before it moves, e.g. ``sizes.long().to(dev, non_blocking=True)``):
+CUDA stages such a copy through a pinned buffer synchronously. Which batch
+tensors are pinned is told by :meth:`~HostCopyCounter.mark_batch` (a
+loader's ``pin_memory``, or ``Tensor.is_pinned``); a tensor an op makes on
+the host is never pinned.
 
 The device is a parameter (``device``), so the same code path gives the same
 counts on a CPU as on CUDA. Functions that torch implements in Python are
@@ -95,8 +102,9 @@ class HostCopyCounter(TorchFunctionMode):
             itself in a CPU run: ``.to('cpu')`` of a host tensor counts).
 
     Attributes:
-        copies: ``{phase: Counter(blocking=..., batch=..., pinned=...)}``;
-            ``pinned`` counts the ``batch`` copies whose source is pinned.
+        copies: ``{phase: Counter(blocking=..., batch=..., pageable=...)}``;
+            ``pageable`` counts the ``blocking`` copies that were
+            ``non_blocking`` moves of batch data in pageable memory.
         sites: ``{phase: Counter('file:line function (how)': n)}`` of the
             blocking copies.
     """
@@ -131,7 +139,8 @@ class HostCopyCounter(TorchFunctionMode):
         Args:
             data: The collated batch.
             pinned: Whether the loader pinned its memory (None: ask each
-                tensor, ``Tensor.is_pinned``).
+                tensor, ``Tensor.is_pinned``; a CPU-only run models a
+                GPU loader with ``pin_memory`` by passing its setting).
         """
         items = data.items() if isinstance(data, dict) else [('inputs', data)]
         for key, value in items:
@@ -241,10 +250,11 @@ class HostCopyCounter(TorchFunctionMode):
         counts = self.copies[self.current]
         if (src is not None and non_blocking
                 and self._k(src) == BATCH):
-            counts['batch'] += 1
             if self._pinned.get(src, False):
-                counts['pinned'] += 1
-            return
+                counts['batch'] += 1
+                return
+            counts['pageable'] += 1
+            how = f'{how} non_blocking from pageable memory'
         counts['blocking'] += 1
         self.sites[self.current][f'{self._site()} ({how})'] += 1
 

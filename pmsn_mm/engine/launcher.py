@@ -1,9 +1,11 @@
-"""Distributed set-up for machines without CUDA (gloo backend), and a clean
-end of distributed runs."""
+"""Distributed set-up for machines without CUDA (gloo backend), one note
+instead of mmengine's per-rank thread warnings, and a clean end of
+distributed runs."""
 import logging
 import os
 import subprocess
 import sys
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -11,6 +13,40 @@ from mmengine.config import Config
 from mmengine.logging import print_log
 
 CPU_LAUNCHERS = ('pytorch', 'slurm')
+#: mmengine's ``set_multi_processing`` warns this in every rank of a
+#: distributed run (once for OMP, once for MKL).
+MMENGINE_THREAD_NOTE = (r'Setting (OMP|MKL)_NUM_THREADS environment '
+                        r'variable for each process to be 1 in default')
+
+
+def explain_distributed_thread_notes(launcher: str) -> bool:
+    """In a distributed run, replace mmengine's two thread warnings of every
+    rank (``Setting OMP_NUM_THREADS ... to be 1 in default``, and MKL) by one
+    line of rank 0 that says what they mean here: the variables reach the
+    processes this one starts (dataloader workers); this process's torch
+    threads are :class:`~pmsn_mm.engine.hooks.CPUThreadsHook`'s on a CPU.
+
+    Args:
+        launcher: The ``--launcher`` value (nothing happens for ``'none'``).
+
+    Returns:
+        True if the warnings were filtered.
+    """
+    if launcher == 'none':
+        return False
+    warnings.filterwarnings('ignore', message=MMENGINE_THREAD_NOTE,
+                            category=UserWarning,
+                            module=r'mmengine\.utils\.dl_utils\.setup_env')
+    if int(os.environ.get('RANK', '0')) == 0 and not any(
+            k in os.environ for k in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS')):
+        print_log(
+            'Distributed run: mmengine sets OMP_NUM_THREADS=1 and '
+            'MKL_NUM_THREADS=1 for the processes each rank starts (its two '
+            'per-rank warnings are not repeated); on a CPU each rank\'s own '
+            'torch threads follow the cores the other ranks leave free '
+            '(CPUThreadsHook). Set them in the environment to choose.',
+            logger='current')
+    return True
 
 
 def _slurm_env_to_torch_env() -> None:

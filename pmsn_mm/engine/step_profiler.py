@@ -46,7 +46,8 @@ PHASES = ('views', 'forward+loss', 'backward', 'grad clip', 'optimizer',
 AFTER_VIEWS = ('forward+loss', 'backward', 'grad clip', 'optimizer',
                'target update')
 #: Transforms that read files: the synthetic images replace their output.
-LOADERS = ('LoadImageFromFile', 'LoadImageForViews')
+LOADERS = ('LoadImageFromFile', 'CheckedLoadImageFromFile',
+           'LoadImageForViews')
 #: Optimiser wrappers replaced by a plain ``OptimWrapper``.
 AMP_WRAPPERS = ('AmpOptimWrapper', 'DeviceAwareAmpOptimWrapper')
 #: pmsn_mm hooks that run every iteration (TargetEMAHook: 'target update').
@@ -312,11 +313,14 @@ def count_phases(cfg: Config, batch_size: int,
     """
     env = env or build_step(cfg, device, amp)
     data = make_batch(cfg, batch_size)
-    if env.device.type == 'cuda' and cfg.train_dataloader.get('pin_memory'):
+    pinned = bool(cfg.train_dataloader.get('pin_memory'))
+    if env.device.type == 'cuda' and pinned:
         data = pin_batch(data)
     copies = HostCopyCounter(env.device)
     copies.mark_device(env.model, env.optim_wrapper)
-    copies.mark_batch(data)
+    # on CUDA ask the tensors; a CPU run models the loader's pin_memory
+    copies.mark_batch(data, pinned=None if env.device.type == 'cuda' else
+                      pinned)
     # the warm-up under the copy counter too: what it builds once (device
     # constants, optimiser state) is then known to live on the device
     with copies, copies.phase('warm-up'):

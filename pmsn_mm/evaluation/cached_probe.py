@@ -31,7 +31,8 @@ from .functional import extract_features
 #: Transforms whose output depends only on their input (allow-list; anything
 #: else, e.g. RandomResizedCrop or RandomFlip, is refused).
 DETERMINISTIC_TRANSFORMS = frozenset({
-    'LoadImageFromFile', 'Resize', 'ResizeEdge', 'CenterCrop', 'Pad',
+    'LoadImageFromFile', 'CheckedLoadImageFromFile', 'Resize', 'ResizeEdge',
+    'CenterCrop', 'Pad',
     'Normalize', 'ToNumpy', 'ToPIL', 'NumpyToPIL', 'PILToNumpy',
     'ImageToTensor', 'Transpose', 'PackInputs'
 })

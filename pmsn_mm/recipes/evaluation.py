@@ -36,7 +36,8 @@ from .building import quiet_current_logger, scheduler_curves
 from .tables import name_batch, round_value, same_value
 
 #: Transforms that read or pack data and change no pixel.
-_NO_PIXELS = ('LoadImageFromFile', 'PackInputs')
+_NO_PIXELS = ('LoadImageFromFile', 'CheckedLoadImageFromFile',
+              'PackInputs')
 #: torchvision's RandomResizedCrop defaults (VISSL's transforms).
 _RRC_SCALE, _RRC_RATIO = (0.08, 1.0), (3 / 4, 4 / 3)
 #: (embed dims, depth) of a ViT -> the paper's name.

@@ -35,6 +35,8 @@ from .tables import name_batch, round_value
 #: same epochs; 8 keeps MSN's 1.25 x 300 and every warm-up whole).
 EPOCH_LENGTH = 8
 
+#: Per-sample colour jitter transforms: mmpretrain's and its numpy-2 variant.
+JITTERS = ('ColorJitter', 'ModuloHueColorJitter')
 #: Width of a ViT (embed dims) -> the paper's name.
 VIT_WIDTHS = {192: 'vit-tiny', 384: 'vit-small', 768: 'vit-base',
               1024: 'vit-large'}
@@ -196,11 +198,11 @@ def _view_of_transforms(transforms: Sequence[dict]) -> Dict[str, Any]:
             view['flip_prob'] = float(t.get('prob', 0.5))
         elif kind == 'RandomApply':
             inner = t['transforms']
-            if len(inner) != 1 or inner[0]['type'] != 'ColorJitter':
+            if len(inner) != 1 or inner[0]['type'] not in JITTERS:
                 raise ValueError(f'RandomApply of {inner}: only a single '
                                  'ColorJitter is read.')
             jitter(inner[0], float(t.get('prob', 0.5)))
-        elif kind == 'ColorJitter':
+        elif kind in JITTERS:
             jitter(t, 1.0)
         elif kind == 'RandomGrayscale':
             view['grayscale_prob'] = float(t.get('prob', 0.1))
@@ -299,8 +301,11 @@ def _optimizer(cfg: Config, model: nn.Module) -> Dict[str, Any]:
     opt = wrapper.optimizer
     defaults = opt.defaults
     clip = cfg.optim_wrapper.get('clip_grad')
+    # the algorithm: a pmsn_mm variant (SyncFreeLARS) by its upstream class
+    algorithm = next(k for k in type(opt).__mro__
+                     if not k.__module__.startswith('pmsn_mm.'))
     return dict(
-        optimizer=type(opt).__name__,
+        optimizer=algorithm.__name__,
         betas=round_value(defaults.get('betas')),
         momentum=round_value(defaults.get('momentum')),
         clip_grad=None if not clip else round_value(clip.get('max_norm')),

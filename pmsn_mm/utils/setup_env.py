@@ -25,16 +25,17 @@ def register_all_modules() -> None:
        every pmsn_mm class into mmpretrain's registries (``MODELS``,
        ``DATASETS``, ``DATA_SAMPLERS``, ``HOOKS``, ``TRANSFORMS``,
        ``METRICS``, ...).
-    5. **Wrap the** ``__init__`` **of every registered pmsn_mm class** so that
-       an unknown config key raises a ``TypeError`` naming the valid keys
-       (:func:`~pmsn_mm.config.config_keys.apply_strict_config_keys`).
-       Nothing in a class's own file shows this: ``cls.__init__`` is a
-       ``functools.wraps`` wrapper of the constructor written there, which
-       runs unchanged once the keys are checked.
-    6. Register the model index (``model-index.yml``) in mmpretrain's
+    5. Register the model index (``model-index.yml``) in mmpretrain's
        ``ModelHub``, so ``mmpretrain.list_models('*pmsn*')`` and
        ``mmpretrain.get_model(name)`` know the pretraining configs
        (:func:`~pmsn_mm.utils.model_index.register_model_index`).
+
+    Nothing else: no upstream registry name is replaced (pmsn_mm's variants
+    of upstream classes have names of their own) and no class is changed
+    (config keys are checked against the classes' signatures by
+    :func:`pmsn_mm.config.check_config` before a config runs).
+    docs/openmmlab.md lists the same, and a test compares the registries,
+    warning filters and torch's safe globals before and after the import.
 
     Every step is idempotent, so calling this again changes nothing.
     """
@@ -49,7 +50,5 @@ def register_all_modules() -> None:
     import pmsn_mm.engine  # noqa: F401
     import pmsn_mm.evaluation  # noqa: F401
     import pmsn_mm.models  # noqa: F401
-    from pmsn_mm.config.config_keys import apply_strict_config_keys
     from .model_index import register_model_index
-    apply_strict_config_keys()
     register_model_index()

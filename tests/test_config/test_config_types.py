@@ -40,11 +40,11 @@ def test_every_shipped_config_and_the_readme_snippet_pass(tmp_path):
         check_config_types(cfg)
         checked.update(value for _, value in iter_config_types(cfg))
     # every kind of registry the configs name was looked at
-    assert {'PMSN', 'PowerLawPrior', 'ColorJitter', 'PackInputs', 'AdamW',
-            'LARS', 'CosineAnnealingLR', 'CheckpointHook', 'KNNAccuracy',
-            'IterBasedTrainLoop', 'ClassStratifiedBatchSampler',
+    assert {'PMSN', 'PowerLawPrior', 'ModuloHueColorJitter', 'PackInputs',
+            'AdamW', 'SyncFreeLARS', 'CosineAnnealingLR', 'CheckpointHook',
+            'KNNAccuracy', 'IterBasedTrainLoop', 'ClassStratifiedBatchSampler',
             'default_collate', 'TruncNormal', 'SyncBN', 'LocalVisBackend',
-            'SimCLR'} <= checked
+            'SyncFreeSimCLR'} <= checked
 
 
 @pytest.mark.parametrize('options', [

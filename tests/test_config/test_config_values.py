@@ -48,3 +48,18 @@ def test_train_tool_refuses_before_building(tmp_path):
                     '--cfg-options',
                     'train_dataloader.batch_sampler.batch_size=4'])
     assert not osp.exists(tmp_path / 'wd')
+
+
+@pytest.mark.parametrize('name, hint', [
+    ('cpu_threads', 'default_hooks.cpu_threads.threads=None'),
+    ('rng_state', None)])
+def test_a_default_hook_mmengine_cannot_drop(name, hint):
+    from pmsn_mm.config.config_values import check_default_hooks
+    cfg = dict(default_hooks=dict(checkpoint=None, **{name: None}))
+    with pytest.raises(ValueError) as info:
+        check_default_hooks(cfg)
+    text = str(info.value)
+    assert text.startswith(f'default_hooks.{name}=None: mmengine accepts '
+                           'None only for its own default hooks')
+    assert (hint in text) if hint else 'switch it off' not in text
+    check_default_hooks(dict(default_hooks=dict(checkpoint=None)))

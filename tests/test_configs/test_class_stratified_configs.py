@@ -70,13 +70,14 @@ def test_imagenet_config_builds_model_and_pipeline(path):
     init_default_scope(cfg.default_scope)
     model = _build_model(cfg)
     expected_type = {
-        'simclr': 'SimCLR', 'vicreg': 'VICReg', 'pmsn': 'PMSN', 'mae': 'MAE',
+        'simclr': 'SyncFreeSimCLR', 'vicreg': 'VICReg', 'pmsn': 'PMSN',
+        'mae': 'MAE',
         'data2vec': 'Data2VecVision'
     }[_name(path).split('_')[0]]
     assert type(model).__name__ == expected_type
     transforms = _build_transforms(cfg.train_dataloader.dataset.pipeline)
     loader = type(transforms[0]).__name__
-    assert loader in ('LoadImageFromFile', 'LoadImageForViews')
+    assert loader in ('CheckedLoadImageFromFile', 'LoadImageForViews')
     if loader == 'LoadImageForViews':  # views drawn batched on the device
         pre = cfg.model.get('data_preprocessor') or cfg.data_preprocessor
         assert pre.type == 'BatchAugmentPreprocessor'
@@ -92,7 +93,7 @@ def test_imagenet_config_builds_model_and_pipeline(path):
         assert cfg.optim_wrapper.optimizer.weight_decay == 0.05
     if expected_type == 'VICReg':
         assert model.neck.fc2.out_features == 8192
-        assert cfg.optim_wrapper.optimizer.type == 'LARS'
+        assert cfg.optim_wrapper.optimizer.type == 'SyncFreeLARS'
         assert cfg.optim_wrapper.optimizer.weight_decay == 1e-6
 
 

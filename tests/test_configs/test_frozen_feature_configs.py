@@ -35,6 +35,8 @@ def test_benchmark_evaluates_a_frozen_encoder(path):
     dataset = cfg.test_dataloader.dataset
     assert dataset.type == 'KNNEvalDataset'
     memory, query = dataset.memory, dataset.query
+    if memory.type == 'PowerLawOverlayDataset':  # the toy set: below
+        return
     inat = 'inat18' in osp.basename(path)
     if memory.type == 'LowShotDataset':
         assert memory.list_file == 'data/imagenet/1percent.txt'
@@ -43,7 +45,7 @@ def test_benchmark_evaluates_a_frozen_encoder(path):
     assert query.split == ('test' if inat else 'val')
     assert memory.pipeline == query.pipeline  # the test transforms, both
     assert [t.type for t in query.pipeline] == [
-        'LoadImageFromFile', 'ResizeEdge', 'CenterCrop', 'PackInputs']
+        'CheckedLoadImageFromFile', 'ResizeEdge', 'CenterCrop', 'PackInputs']
     metric = cfg.test_evaluator
     if path in KNN:
         assert (metric.type, metric.k, metric.temperature) == (
@@ -54,3 +56,23 @@ def test_benchmark_evaluates_a_frozen_encoder(path):
             None if folder else 8142 if inat else 1000)
     else:
         assert metric == dict(type='LogisticRegressionAccuracy')
+
+
+def test_the_main_jobs_benchmark_is_its_own_evaluation():
+    """The toy kNN benchmark evaluates the main job's encoder exactly as the
+    main job's own validation does: the same backbone, normalisation,
+    memory bank, queries and metrics."""
+    main = Config.fromfile(osp.join(
+        CONFIGS, 'pmsn',
+        'pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py'))
+    bench = Config.fromfile(osp.join(
+        BENCH, 'vit-mini-p4-lastcls_knn-k20_shapes-digits.py'))
+    backbone = dict(bench.model.backbone)
+    assert (backbone.pop('out_type'), backbone.pop('final_norm'),
+            backbone.pop('init_cfg')) == ('cls_token', True, None)
+    assert backbone == main.model.backbone
+    for key in ('mean', 'std', 'to_rgb'):
+        assert bench.model.data_preprocessor[key] == \
+            main.model.data_preprocessor[key]
+    assert bench.test_dataloader == main.val_dataloader
+    assert bench.test_evaluator == main.val_evaluator

@@ -243,17 +243,116 @@ def test_coalesce_keeps_groups_that_differ_in_any_entry():
     assert len(merged) == 2
 
 
-def test_default_constructor_name_builds_the_coalescing_one():
-    """As ``build_optim_wrapper`` builds a config without a constructor, in
-    the ``mmpretrain`` scope."""
+def test_default_constructor_name_stays_mmengines():
+    """A config without a constructor gets mmengine's own (one group per
+    parameter with a paramwise setting); pmsn_mm's is opted into by name."""
     init_default_scope('mmpretrain')
-    built = OPTIM_WRAPPER_CONSTRUCTORS.build(dict(
-        type='DefaultOptimWrapperConstructor',
-        optim_wrapper_cfg=dict(optimizer=dict(type='AdamW', lr=1e-3)),
-        paramwise_cfg=None))
+    args = dict(optim_wrapper_cfg=dict(optimizer=dict(type='AdamW', lr=1e-3)),
+                paramwise_cfg=None)
+    built = OPTIM_WRAPPER_CONSTRUCTORS.build(
+        dict(type='DefaultOptimWrapperConstructor', **args))
+    assert type(built) is DefaultOptimWrapperConstructor
+    model = _toy_model()
+    with quiet_current_logger():
+        default = build_optim_wrapper(model, dict(
+            optimizer=dict(type='AdamW', lr=1e-2, weight_decay=0.05),
+            paramwise_cfg=dict(norm_decay_mult=0.0, bias_decay_mult=0.0)))
+    assert len(default.optimizer.param_groups) == 6  # mmengine's: one each
+    assert len(_toy_wrapper(model).optimizer.param_groups) == 2
+    built = OPTIM_WRAPPER_CONSTRUCTORS.build(
+        dict(type='CoalescedOptimWrapperConstructor', **args))
     assert type(built) is CoalescedOptimWrapperConstructor
     assert issubclass(SkipFrozenOptimWrapperConstructor,
                       CoalescedOptimWrapperConstructor)
+
+
+# ------------------------------------------------------ a tied (shared) weight
+class _Tied(nn.Module):
+    """Two linear layers sharing one weight, each with its own bias (as
+    mmengine's ``test_default_optimizer_constructor_bypass_duplicate``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.a = nn.Linear(3, 3)
+        self.b = nn.Linear(3, 3)
+        self.b.weight = self.a.weight
+        self.norm = nn.LayerNorm(3)
+
+    def forward(self, x):
+        return self.norm(self.b(self.a(x)))
+
+
+def _tied_wrapper(constructor, model, optimizer, bypass):
+    init_default_scope('mmpretrain')
+    cfg = dict(type='OptimWrapper', constructor=constructor,
+               optimizer=copy.deepcopy(optimizer),
+               paramwise_cfg=dict(norm_decay_mult=0.0, bias_decay_mult=0.0,
+                                  bypass_duplicate=bypass))
+    with quiet_current_logger():
+        return build_optim_wrapper(model, cfg)
+
+
+OPTIMIZERS = [
+    dict(type='SGD', lr=0.1, weight_decay=1e-2),
+    dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=1e-2),
+    dict(type='AdamW', lr=0.1, weight_decay=1e-2),
+]
+
+
+@pytest.mark.parametrize('optimizer', OPTIMIZERS, ids=lambda o: str(o))
+def test_a_tied_weight_is_refused_as_mmengine_refuses_it(optimizer):
+    """Without bypass_duplicate mmengine's constructor fails (torch: a
+    parameter in two groups); the coalescing one fails too, naming it,
+    instead of merging the repeats into one group (two updates a step)."""
+    with pytest.raises(ValueError, match='more than one parameter group'):
+        _tied_wrapper('DefaultOptimWrapperConstructor', _Tied(), optimizer,
+                      bypass=False)
+    with pytest.raises(ValueError) as err:
+        _tied_wrapper('CoalescedOptimWrapperConstructor', _Tied(), optimizer,
+                      bypass=False)
+    message = str(err.value)
+    assert "parameter 'a.weight' (shared with 'b.weight')" in message
+    assert 'bypass_duplicate=True' in message
+
+
+@pytest.mark.parametrize('optimizer', OPTIMIZERS, ids=lambda o: str(o))
+def test_a_tied_weight_moves_as_with_mmengines_constructor(optimizer):
+    """With bypass_duplicate the tied weight is optimised once: steps of
+    SGD, SGD + momentum and AdamW move every parameter as mmengine's
+    constructor does (one step of plain SGD: exactly lr x grad)."""
+    ours, reference = _Tied(), _Tied()
+    wrappers = [
+        _tied_wrapper('CoalescedOptimWrapperConstructor', ours, optimizer,
+                      True),
+        _tied_wrapper('DefaultOptimWrapperConstructor', reference, optimizer,
+                      True)
+    ]
+    counts = [sum(len(g['params']) for g in w.optimizer.param_groups)
+              for w in wrappers]
+    assert counts == [5, 5]  # the shared weight once, in both
+    x = torch.randn(8, 3, generator=torch.Generator().manual_seed(1))
+    before = ours.a.weight.detach().clone()
+    for step in range(3):
+        grads = []
+        for model, wrapper in zip((ours, reference), wrappers):
+            wrapper.zero_grad()
+            model(x).square().mean().backward()
+            grads.append(model.a.weight.grad.clone())
+            wrapper.step()
+        if step == 0 and optimizer == OPTIMIZERS[0]:
+            decayed = grads[0] + 1e-2 * before
+            torch.testing.assert_close(before - ours.a.weight,
+                                       0.1 * decayed, rtol=1e-6, atol=1e-7)
+    for a, b in zip(ours.parameters(), reference.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+    assert ours.b.weight is ours.a.weight
+
+
+def test_coalesce_refuses_a_repeated_parameter():
+    weight = nn.Parameter(torch.zeros(2))
+    with pytest.raises(ValueError, match='a parameter of shape \\(2,\\)'):
+        coalesce_param_groups([dict(params=[weight]), dict(params=[weight])])
 
 
 def test_coalesce_switch_must_be_a_bool():
@@ -293,7 +392,7 @@ def test_adamw_kernel_keeps_explicit_settings_and_other_optimizers(
     for explicit in (dict(fused=False), dict(foreach=False),
                      dict(fused=True)):
         assert adam_implementation(torch.optim.AdamW, explicit, params) == {}
-    from pmsn_mm.engine.optimizers import LARS
+    from pmsn_mm.engine.optimizers import SyncFreeLARS as LARS
     for cls in (torch.optim.SGD, LARS):
         assert adam_implementation(cls, {}, params) == {}
 
@@ -301,6 +400,7 @@ def test_adamw_kernel_keeps_explicit_settings_and_other_optimizers(
 def _toy_wrapper(model: nn.Module, **optimizer):
     init_default_scope('mmpretrain')
     cfg = dict(type='OptimWrapper',
+               constructor='CoalescedOptimWrapperConstructor',
                optimizer=dict(type='AdamW', lr=1e-2, weight_decay=0.05,
                               **optimizer),
                paramwise_cfg=dict(norm_decay_mult=0.0, bias_decay_mult=0.0))
@@ -415,6 +515,7 @@ def test_coalescing_off_resumes_a_per_parameter_checkpoint():
     with quiet_current_logger():
         wrapper = build_optim_wrapper(model, dict(
             type='OptimWrapper', coalesce_param_groups=False,
+            constructor='CoalescedOptimWrapperConstructor',
             optimizer=dict(type='AdamW', lr=1e-2, weight_decay=0.05),
             paramwise_cfg=dict(norm_decay_mult=0.0, bias_decay_mult=0.0)))
     assert len(wrapper.optimizer.param_groups) == 6

@@ -120,13 +120,41 @@ def test_the_batch_non_blocking_is_counted_apart():
         with counter.phase('forward'):
             views[0] * sizes.sum()
             data['inputs'][0].to('cpu')  # blocking: not non_blocking
-    # the cast copy of the sizes is batch data, but not pinned memory
-    assert counter.batch('views') == 3 and counter.copies['views'][
-        'pinned'] == 2
-    assert counter.blocking('views') == 0
+    # the cast copy of the sizes is batch data, but in pageable memory: on
+    # CUDA its non_blocking copy is synchronous
+    assert counter.batch('views') == 2
+    assert counter.blocking('views') == 1
+    assert counter.copies['views']['pageable'] == 1
+    assert 'non_blocking from pageable memory' in counter.summary('views')
     assert counter.blocking('forward') == 1 and counter.batch('forward') == 0
-    assert counter.blocking() == 1 and counter.batch() == 3
+    assert counter.blocking() == 2 and counter.batch() == 2
     assert 'test_host_copies.py' in counter.summary('forward')
+
+
+@pytest.mark.parametrize('pinned, batch, blocking',
+                         [(True, 2, 0), (False, 0, 2)])
+def test_a_batch_from_pageable_memory_blocks(pinned, batch, blocking):
+    """A loader without pin_memory hands over pageable tensors: their
+    non_blocking upload is synchronous on CUDA, so it counts as blocking."""
+    data = dict(inputs=torch.zeros(2, 3), img_shapes=torch.ones(2, 2),
+                data_samples=_samples(2))
+    counter = _counter()
+    counter.mark_batch(data, pinned=pinned)
+    with counter:
+        data['inputs'].to('cpu', non_blocking=True)
+        data['img_shapes'].to('cpu', non_blocking=True)
+    assert (counter.batch(), counter.blocking()) == (batch, blocking)
+    assert counter.copies['step']['pageable'] == blocking
+
+
+def test_unpinned_host_tensors_ask_the_tensor():
+    """pinned=None asks Tensor.is_pinned: a CPU tensor never is."""
+    data = dict(inputs=torch.zeros(2, 3), data_samples=_samples(2))
+    counter = _counter()
+    counter.mark_batch(data)
+    with counter:
+        data['inputs'].to('cpu', non_blocking=True)
+    assert counter.blocking() == 1 and counter.batch() == 0
 
 
 def test_optimizer_state_is_marked_device():

@@ -84,3 +84,31 @@ print('never printed')
     assert (tmp_path / 'run.log').read_text() == 'finished\n'
     assert (tmp_path / 'closed').exists()
     assert not (tmp_path / 'atexit').exists()
+
+
+def test_mmengine_thread_notes_are_explained_once(monkeypatch):
+    """A distributed run (a launcher without OMP_NUM_THREADS, e.g. Slurm):
+    mmengine's two per-rank warnings are filtered, rank 0 logs one line."""
+    import warnings
+
+    from mmengine.utils.dl_utils import set_multi_processing
+
+    from pmsn_mm.engine import launcher
+    from pmsn_mm.engine.launcher import explain_distributed_thread_notes
+    for key in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
+        # set then deleted: restored (or removed) after the test, whatever
+        # mmengine writes into os.environ below
+        monkeypatch.setenv(key, '2')
+        monkeypatch.delenv(key)
+    monkeypatch.setenv('RANK', '0')
+    logged = []
+    monkeypatch.setattr(launcher, 'print_log',
+                        lambda msg, *a, **k: logged.append(msg))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter('always')
+        assert explain_distributed_thread_notes('none') is False
+        assert explain_distributed_thread_notes('slurm') is True
+        set_multi_processing(distributed=True)
+    assert not [w for w in seen if 'NUM_THREADS' in str(w.message)]
+    assert [m for m in logged if m.startswith('Distributed run: mmengine sets '
+                                              'OMP_NUM_THREADS=1')]

@@ -30,7 +30,7 @@ from mmpretrain.apis import get_model
 
 from pmsn_mm.apis import (build_dataset, dataset_config, dataset_labels,
                           load_image)
-from pmsn_mm.config import check_config_types, check_config_values
+from pmsn_mm.config import check_config
 from pmsn_mm.evaluation.functional import (chance_agreement, cosine_knn,
                                            extract_features,
                                            neighbor_agreement)
@@ -81,8 +81,7 @@ def main(argv: Optional[List[str]] = None) -> Dict:
     args = parse_args(argv)
     cfg = Config.fromfile(args.config)
     cfg.merge_from_dict(args.cfg_options or {})
-    check_config_types(cfg)  # refuse misspelled types
-    check_config_values(cfg)  # one owner per number
+    check_config(cfg)  # misspelled types and keys, one owner per number
     model = get_model(cfg, pretrained=args.checkpoint, device=args.device)
     ds_cfg = dataset_config(cfg, args.split, args.num_samples, 'test')
     dataset = build_dataset(ds_cfg)

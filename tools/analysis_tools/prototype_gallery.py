@@ -26,7 +26,7 @@ from mmengine.config import Config, DictAction
 from mmpretrain.apis import get_model
 
 from pmsn_mm.apis import build_dataset, dataset_config, load_image
-from pmsn_mm.config import check_config_types, check_config_values
+from pmsn_mm.config import check_config
 from pmsn_mm.evaluation.functional import (extract_features,
                                            top_samples_per_prototype,
                                            usage_counts)
@@ -74,8 +74,7 @@ def main(argv: Optional[List[str]] = None) -> Dict:
     args = parse_args(argv)
     cfg = Config.fromfile(args.config)
     cfg.merge_from_dict(args.cfg_options or {})
-    check_config_types(cfg)  # refuse misspelled types
-    check_config_values(cfg)  # one owner per number
+    check_config(cfg)  # misspelled types and keys, one owner per number
     model = get_model(cfg, pretrained=args.checkpoint, device=args.device)
     if not hasattr(model, 'embed'):
         raise ValueError(f'{type(model).__name__} has no prototype stages; '

@@ -13,13 +13,13 @@ data_preprocessor = dict(
     to_rgb=True)
 
 train_pipeline = [
-    dict(type='LoadImageFromFile'),
+    dict(type='CheckedLoadImageFromFile'),
     dict(type='Resize', scale=(224, 224), backend='pillow'),
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
     dict(type='PackInputs'),
 ]
 test_pipeline = [
-    dict(type='LoadImageFromFile'),
+    dict(type='CheckedLoadImageFromFile'),
     dict(type='Resize', scale=(224, 224), backend='pillow'),
     dict(type='PackInputs'),
 ]

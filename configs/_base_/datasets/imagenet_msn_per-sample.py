@@ -18,7 +18,7 @@ color_distortion = [
         type='RandomApply',
         transforms=[
             dict(
-                type='ColorJitter',
+                type='ModuloHueColorJitter',
                 brightness=0.4,
                 contrast=0.4,
                 saturation=0.4,
@@ -49,7 +49,7 @@ focal_view = [
 num_random_views = 1
 num_focal_views = 10
 train_pipeline = [
-    dict(type='LoadImageFromFile'),
+    dict(type='CheckedLoadImageFromFile'),
     # order: target, random views, focal views (see pmsn_mm PMSN)
     dict(
         type='MultiView',

@@ -13,13 +13,13 @@ data_preprocessor = dict(
     to_rgb=True)
 
 train_pipeline = [
-    dict(type='LoadImageFromFile'),
+    dict(type='CheckedLoadImageFromFile'),
     dict(type='RandomResizedCrop', scale=224, backend='pillow'),
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
     dict(type='PackInputs'),
 ]
 test_pipeline = [
-    dict(type='LoadImageFromFile'),
+    dict(type='CheckedLoadImageFromFile'),
     dict(type='ResizeEdge', scale=256, edge='short', backend='pillow'),
     dict(type='CenterCrop', crop_size=224),
     dict(type='PackInputs'),
@@ -28,14 +28,14 @@ test_pipeline = [
 # for imagenet1k, inaturalist18 and places205: interpolation 3); the ViT
 # benchmark configs select them (KITTI/Dist's ViT probes keep the above)
 vit_train_pipeline = [
-    dict(type='LoadImageFromFile'),
+    dict(type='CheckedLoadImageFromFile'),
     dict(type='RandomResizedCrop', scale=224, backend='pillow',
          interpolation='bicubic'),
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
     dict(type='PackInputs'),
 ]
 vit_test_pipeline = [
-    dict(type='LoadImageFromFile'),
+    dict(type='CheckedLoadImageFromFile'),
     dict(type='ResizeEdge', scale=256, edge='short', backend='pillow',
          interpolation='bicubic'),
     dict(type='CenterCrop', crop_size=224),

@@ -24,6 +24,9 @@ test_pipeline = [
         meta_keys=('sample_idx', 'digit_label', 'background_label')),
 ]
 train_dataloader = dict(
+    # the one upload per step non-blocking on a GPU (a copy from pageable
+    # memory would be synchronous); pmsn_mm's tools drop it without one
+    pin_memory=True,
     batch_size=64,
     num_workers=0,
     sampler=dict(type='DefaultSampler', shuffle=True),

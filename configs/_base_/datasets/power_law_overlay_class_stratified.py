@@ -24,11 +24,14 @@ view_pipeline = [
     dict(type='RandomFlip', prob=0.5),
     dict(
         type='RandomApply',
-        transforms=[dict(type='ColorJitter', brightness=0.4, contrast=0.4)],
+        transforms=[dict(type='ModuloHueColorJitter', brightness=0.4, contrast=0.4)],
         prob=0.8),
 ]
 
 train_dataloader = dict(
+    # the one upload per step non-blocking on a GPU (a copy from pageable
+    # memory would be synchronous); pmsn_mm's tools drop it without one
+    pin_memory=True,
     batch_size=batch_size,
     drop_last=False,  # the batch sampler yields whole batches only
     batch_sampler=dict(

@@ -26,6 +26,9 @@ pack = [
         meta_keys=('sample_idx', 'digit_label', 'background_label')),
 ]
 train_dataloader = dict(
+    # the one upload per step non-blocking on a GPU (a copy from pageable
+    # memory would be synchronous); pmsn_mm's tools drop it without one
+    pin_memory=True,
     batch_size=128,
     num_workers=0,
     drop_last=True,

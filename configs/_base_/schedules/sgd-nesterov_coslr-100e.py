@@ -4,6 +4,8 @@
 #   clevr_dist: 100 epochs, cosine 0.01 -> 0.0001
 optim_wrapper = dict(
     type='OptimWrapper',
+    # one param group per distinct setting (pmsn_mm; docs/openmmlab.md)
+    constructor='CoalescedOptimWrapperConstructor',
     optimizer=dict(
         type='SGD', lr=0.01, momentum=0.9, nesterov=True, weight_decay=5e-4))
 # eta_min as a ratio so that --auto-scale-lr scales it too

@@ -4,6 +4,8 @@
 #   places205: 14 epochs, lr /10 at 4, 8, 12
 optim_wrapper = dict(
     type='OptimWrapper',
+    # one param group per distinct setting (pmsn_mm; docs/openmmlab.md)
+    constructor='CoalescedOptimWrapperConstructor',
     optimizer=dict(
         type='SGD', lr=0.01, momentum=0.9, nesterov=True, weight_decay=5e-4))
 param_scheduler = [

@@ -4,6 +4,8 @@
 #   imagenet1k, cifar100, kitti_dist: 28 epochs, lr /10 at 8, 16, 24
 optim_wrapper = dict(
     type='OptimWrapper',
+    # one param group per distinct setting (pmsn_mm; docs/openmmlab.md)
+    constructor='CoalescedOptimWrapperConstructor',
     optimizer=dict(
         type='SGD', lr=0.01, momentum=0.9, nesterov=True, weight_decay=5e-4))
 param_scheduler = [

@@ -4,6 +4,8 @@
 #   inaturalist18: 84 epochs, lr /10 at 24, 48, 72
 optim_wrapper = dict(
     type='OptimWrapper',
+    # one param group per distinct setting (pmsn_mm; docs/openmmlab.md)
+    constructor='CoalescedOptimWrapperConstructor',
     optimizer=dict(
         type='SGD', lr=0.01, momentum=0.9, nesterov=True, weight_decay=5e-4))
 param_scheduler = [

@@ -17,7 +17,7 @@ train_dataloader = dict(
         dict(
             type='RandomApply',
             transforms=[
-                dict(type='ColorJitter', brightness=0.4, contrast=0.4)
+                dict(type='ModuloHueColorJitter', brightness=0.4, contrast=0.4)
             ],
             prob=0.8),
         dict(type='BEiTMaskGenerator', input_size=(8, 8),

@@ -12,7 +12,7 @@ train_dataloader = dict(dataset=dict(pipeline=[
 ]))
 
 model = dict(
-    type='SimCLR',
+    type='SyncFreeSimCLR',
     data_preprocessor={{_base_.toy_preprocessor}},
     backbone=dict(type='ResNet_CIFAR', depth=18, stem_channels=16,
                   base_channels=16, zero_init_residual=True),

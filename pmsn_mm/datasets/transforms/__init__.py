@@ -1,10 +1,11 @@
-"""Data transforms (registered in mmpretrain's ``TRANSFORMS``; the two below
-replace mmpretrain's of the same name, see their modules)."""
-from .color_jitter import ColorJitter, adjust_hue
-from .loading import (ImageReadError, LoadImageForViews, LoadImageFromFile,
-                      largest_safe_reduction)
+"""Data transforms (registered in mmpretrain's ``TRANSFORMS`` under their own
+names; the variants of mmpretrain's and mmcv's transforms say so in their
+names, see docs/openmmlab.md)."""
+from .color_jitter import ModuloHueColorJitter, adjust_hue
+from .loading import (CheckedLoadImageFromFile, ImageReadError,
+                      LoadImageForViews, largest_safe_reduction)
 
 __all__ = [
-    'ColorJitter', 'adjust_hue', 'ImageReadError', 'LoadImageFromFile',
-    'LoadImageForViews', 'largest_safe_reduction'
+    'CheckedLoadImageFromFile', 'ImageReadError', 'LoadImageForViews',
+    'ModuloHueColorJitter', 'adjust_hue', 'largest_safe_reduction'
 ]

@@ -1,4 +1,5 @@
-"""mmpretrain's ``ColorJitter`` with a hue step that works under numpy >= 2.
+"""``ModuloHueColorJitter``: mmpretrain's ``ColorJitter`` with a hue step
+that works under numpy >= 2.
 
 mmcv 2.2's ``adjust_hue`` shifts the hue channel by ``np.uint8(hue_factor *
 255)``, relying on the uint8 wrap-around of a negative value; numpy >= 2
@@ -9,18 +10,19 @@ MSN's ``hue=0.1``). :func:`adjust_hue` shifts the hue by ``trunc(hue_factor
 for the ``'pillow'`` backend this is torchvision's ``adjust_hue`` on a PIL
 image, pixel for pixel, for negative and positive factors.
 
-:class:`ColorJitter` replaces mmpretrain's registered ``ColorJitter`` when
-:mod:`pmsn_mm` is imported, so every pipeline that names ``ColorJitter``
-(our configs and the mmpretrain recipes they inherit: SimCLR, SwAV, ...)
-gets the fix. Its parameters, random draws (numpy, in the same order) and
-the other three adjustments are mmpretrain's.
+:class:`ModuloHueColorJitter` is registered under its own name; mmpretrain's
+``ColorJitter`` stays as it is. pmsn_mm's configs name it in every pipeline
+that jitters colour per sample (and restate the mmpretrain recipes they
+inherit with it: SimCLR, SwAV, ...); any config opts in by its name. Its
+parameters, random draws (numpy, in the same order) and the other three
+adjustments are mmpretrain's.
 """
 from typing import Dict
 
 import cv2
 import mmcv
 import numpy as np
-from mmpretrain.datasets.transforms import ColorJitter as _MMPretrainJitter
+from mmpretrain.datasets.transforms import ColorJitter
 from mmpretrain.registry import TRANSFORMS
 from PIL import Image
 
@@ -64,8 +66,8 @@ def adjust_hue(img: np.ndarray,
     return cv2.cvtColor(hsv, cv2.COLOR_HSV2BGR_FULL)
 
 
-@TRANSFORMS.register_module(name='ColorJitter', force=True)
-class ColorJitter(_MMPretrainJitter):
+@TRANSFORMS.register_module()
+class ModuloHueColorJitter(ColorJitter):
     """Randomly change brightness, contrast, saturation and hue, in random
     order (mmpretrain's ``ColorJitter``; hue by :func:`adjust_hue`).
 
@@ -87,7 +89,8 @@ class ColorJitter(_MMPretrainJitter):
                  saturation=0.,
                  hue=0.,
                  backend: str = 'pillow') -> None:
-        check_choice('ColorJitter backend', backend, HUE_BACKENDS)
+        check_choice('ModuloHueColorJitter backend', backend,
+                     HUE_BACKENDS)
         super().__init__(brightness, contrast, saturation, hue, backend)
 
     def transform(self, results: Dict) -> Dict:

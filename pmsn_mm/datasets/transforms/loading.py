@@ -1,16 +1,17 @@
-"""mmcv's ``LoadImageFromFile`` whose failures name the file and the cause.
+"""``CheckedLoadImageFromFile``: mmcv's ``LoadImageFromFile`` whose failures
+name the file and the cause.
 
 mmcv decodes with OpenCV, which already gives correct RGB content for the
 awkward files real datasets hold (grayscale and CMYK JPEGs, PNGs with alpha
 or 16 bits per channel, EXIF-rotated JPEGs; tested against PIL). What it
 does badly is fail: a truncated or non-image file ends in ``AssertionError:
 failed to load image`` and an empty file in an OpenCV assertion that names
-no file. :class:`LoadImageFromFile` replaces mmpretrain's registered
-``LoadImageFromFile`` when :mod:`pmsn_mm` is imported (so inherited
-mmpretrain pipelines get it too) and raises :class:`ImageReadError` naming
-the file, the sample index and the decoder's reason; datasets of pmsn_mm add
-their type, ``data_root`` and split (:class:`NamedReadErrorsMixin`).
-Decoded pixels are mmcv's, unchanged.
+no file. :class:`CheckedLoadImageFromFile` raises :class:`ImageReadError`
+naming the file, the sample index and the decoder's reason; datasets of
+pmsn_mm add their type, ``data_root`` and split
+(:class:`NamedReadErrorsMixin`). Decoded pixels are mmcv's, unchanged. It is
+registered under its own name: mmcv's ``LoadImageFromFile`` stays as it is,
+and pmsn_mm's configs name this one.
 """
 import io
 import math
@@ -19,7 +20,7 @@ from typing import List, Optional, Sequence, Tuple
 import cv2
 import mmcv
 import numpy as np
-from mmcv.transforms import LoadImageFromFile as _MMCVLoadImageFromFile
+from mmcv.transforms import LoadImageFromFile
 from mmengine import fileio
 from mmpretrain.registry import TRANSFORMS
 from PIL import Image
@@ -47,9 +48,10 @@ def undecodable_reason(data: bytes) -> str:
     return 'OpenCV could not decode it (PIL could: an unusual format?)'
 
 
-@TRANSFORMS.register_module(name='LoadImageFromFile', force=True)
-class LoadImageFromFile(_MMCVLoadImageFromFile):
-    """Load an image (mmcv's transform; clear errors on unreadable files).
+@TRANSFORMS.register_module()
+class CheckedLoadImageFromFile(LoadImageFromFile):
+    """Load an image (mmcv's ``LoadImageFromFile``; clear errors on
+    unreadable files).
 
     **Required Keys:** img_path. **Added Keys:** img, img_shape, ori_shape.
 
@@ -60,9 +62,12 @@ class LoadImageFromFile(_MMCVLoadImageFromFile):
         imdecode_backend: ``'cv2'`` (default; correct for the awkward files
             above) or another ``mmcv.imfrombytes`` backend.
         file_client_args: Deprecated mmcv file client arguments.
-        ignore_empty: Return None for a missing or undecodable file instead
-            of raising (mmengine then draws another sample in training,
-            silently and uncounted; not recommended).
+        ignore_empty: Return None for a file that cannot be read (missing,
+            a directory) or decoded instead of raising (mmengine then draws
+            another sample in training, silently and uncounted; not
+            recommended). mmcv's transform returns None where reading or
+            decoding raises and fails its assertion where the decoder
+            returns nothing (a non-image file); here both return None.
         backend_args: mmengine file backend arguments.
     """
 
@@ -92,10 +97,13 @@ class LoadImageFromFile(_MMCVLoadImageFromFile):
         where = f"{path} (sample {results.get('sample_idx', '?')})"
         try:
             data = self._bytes(path)
-        except FileNotFoundError as e:
+        except OSError as e:  # missing, a directory, no permission
             if self.ignore_empty:
                 return None
-            raise FileNotFoundError(f'Image file not found: {where}.') from e
+            if isinstance(e, FileNotFoundError):
+                raise FileNotFoundError(
+                    f'Image file not found: {where}.') from e
+            raise
         img, reason = None, None
         if data:
             try:
@@ -150,14 +158,14 @@ def largest_safe_reduction(height: int, width: int,
 
 
 @TRANSFORMS.register_module()
-class LoadImageForViews(LoadImageFromFile):
+class LoadImageForViews(CheckedLoadImageFromFile):
     """Decode an image for views drawn on the device: the loader's only work.
 
-    :class:`LoadImageFromFile` (OpenCV, errors that name the file), except
-    that a JPEG large enough is decoded at 1/2, 1/4 or 1/8 of its size in
-    the DCT domain (cheaper to decode and to transfer) when every random
-    resized crop of every view group still keeps both sides at or above
-    its output resolution (:func:`largest_safe_reduction`; the header is
+    :class:`CheckedLoadImageFromFile` (OpenCV, errors that name the file),
+    except that a JPEG large enough is decoded at 1/2, 1/4 or 1/8 of its
+    size in the DCT domain (cheaper to decode and to transfer) when every
+    random resized crop of every view group still keeps both sides at or
+    above its output resolution (:func:`largest_safe_reduction`; the header is
     read first). Pair it with ``PackInputs``, ``padded_collate`` and a
     ``BatchAugmentPreprocessor`` with the same ``views``.
 
@@ -169,7 +177,7 @@ class LoadImageForViews(LoadImageFromFile):
             checks them (:func:`pmsn_mm.utils.view_groups.check_view_groups`;
             ``scale``, ``ratio``, ``size`` are read; a group without
             ``size`` forbids any reduction). None: never reduce.
-        **kwargs: :class:`LoadImageFromFile` arguments.
+        **kwargs: :class:`CheckedLoadImageFromFile` arguments.
     """
 
     def __init__(self, views: Optional[Sequence[dict]] = None,
@@ -195,7 +203,7 @@ class LoadImageForViews(LoadImageFromFile):
 
     def decode(self, data: bytes) -> Optional[np.ndarray]:
         """Decode at the largest safe reduction (OpenCV's reduced JPEG
-        modes), or as :class:`LoadImageFromFile` does.
+        modes), or as :class:`CheckedLoadImageFromFile` does.
 
         Args:
             data: The file's bytes.

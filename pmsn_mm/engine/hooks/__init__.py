@@ -1,4 +1,5 @@
 """Hooks."""
+from .cpu_threads_hook import CPUThreadsHook
 from .final_val_metrics_hook import FinalValMetricsHook
 from .host_copy_hook import HostCopyHook
 from .non_finite_guard_hook import NonFiniteGuardHook, NonFiniteTrainingError
@@ -10,8 +11,8 @@ from .target_ema_hook import TargetEMAHook
 from .work_dir_overwrite_hook import WorkDirOverwriteHook
 
 __all__ = [
-    'FinalValMetricsHook', 'HostCopyHook', 'NonFiniteGuardHook',
-    'NonFiniteTrainingError', 'PriorWeightWarmupHook',
+    'CPUThreadsHook', 'FinalValMetricsHook', 'HostCopyHook',
+    'NonFiniteGuardHook', 'NonFiniteTrainingError', 'PriorWeightWarmupHook',
     'PrototypeAssignmentHook', 'PrototypeUsageHook', 'RNGStateHook',
     'TargetEMAHook', 'WorkDirOverwriteHook'
 ]

@@ -30,6 +30,11 @@ class HostCopyHook(Hook):
       ``num_workers=0``, the loading of the next batch;
     - ``val``: a validation run inside the training loop.
 
+    A ``non_blocking`` upload of the batch counts as ``batch`` only from
+    pinned memory: on a GPU run the loader's tensors (``pin_memory=True``
+    pins them), on a CPU run the config's ``train_dataloader.pin_memory``
+    (what the same config would do on a GPU; nothing can be pinned here).
+
     Args:
         device: The modelled device (None: the data pre-processor's).
 
@@ -43,6 +48,7 @@ class HostCopyHook(Hook):
     def __init__(self, device: Optional[Union[str, torch.device]] = None):
         self.device = device
         self.counter: Optional[HostCopyCounter] = None
+        self._pinned: Optional[bool] = None
         self.iters: List[Dict[str, dict]] = []
         self._handles: list = []
         self._started = False
@@ -54,6 +60,10 @@ class HostCopyHook(Hook):
             model.parameters()).device
         self.counter = HostCopyCounter(device)
         self.counter.mark_device(runner.model, runner.optim_wrapper)
+        loader = (runner.cfg.get('train_dataloader') or {}) if hasattr(
+            runner, 'cfg') else {}
+        self._pinned: Optional[bool] = None if torch.device(
+            device).type == 'cuda' else bool(loader.get('pin_memory'))
         self.iters = []
         self._handles = [
             pre.register_forward_pre_hook(lambda *_: self._set('views')),
@@ -82,7 +92,7 @@ class HostCopyHook(Hook):
         self._record()
         self._started = True
         if data_batch is not None:
-            self.counter.mark_batch(data_batch)
+            self.counter.mark_batch(data_batch, pinned=self._pinned)
         self._set('hooks')
 
     def after_train_iter(self, runner, batch_idx: int, data_batch=None,

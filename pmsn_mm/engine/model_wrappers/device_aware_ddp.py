@@ -1,4 +1,5 @@
 """DDP wrapper that also works for CPU-only (gloo) training."""
+import warnings
 from typing import Any, Optional, Sequence
 
 import torch.nn as nn
@@ -27,6 +28,11 @@ class DeviceAwareDistributedDataParallel(MMDistributedDataParallel):
     so ``val_step`` / ``test_step`` run it directly (``train_step`` needs
     DDP and is not available then).
 
+    torch 2.14 warns that ``broadcast_buffers`` is deprecated (in every
+    rank); mmengine passes it, and torch advises keeping
+    ``broadcast_buffers=False`` where buffers must not be synced at init, so
+    that one note is not shown.
+
     Args:
         module: The model to wrap.
         device_ids: CUDA devices of this process; ignored for CPU modules.
@@ -52,8 +58,16 @@ class DeviceAwareDistributedDataParallel(MMDistributedDataParallel):
             super(nn.parallel.DistributedDataParallel, self).__init__()
             self.module = module
             return
-        super().__init__(
-            module=module,
-            device_ids=device_ids,
-            detect_anomalous_params=detect_anomalous_params,
-            **kwargs)
+        with warnings.catch_warnings():
+            # torch 2.14 deprecates broadcast_buffers for
+            # forward_sync_buffers, whose False still syncs buffers at init;
+            # torch's own advice for buffers that must stay rank-local is to
+            # keep broadcast_buffers=False (mmengine's default) for now
+            warnings.filterwarnings('ignore', category=FutureWarning,
+                                    message='`broadcast_buffers` is '
+                                    'deprecated')
+            super().__init__(
+                module=module,
+                device_ids=device_ids,
+                detect_anomalous_params=detect_anomalous_params,
+                **kwargs)

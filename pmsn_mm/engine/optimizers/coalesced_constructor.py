@@ -14,9 +14,7 @@ from .param_groups import (adam_implementation, coalesce_param_groups,
                            resume_check)
 
 
-@OPTIM_WRAPPER_CONSTRUCTORS.register_module(
-    name=['CoalescedOptimWrapperConstructor',
-          'DefaultOptimWrapperConstructor'])
+@OPTIM_WRAPPER_CONSTRUCTORS.register_module()
 class CoalescedOptimWrapperConstructor(DefaultOptimWrapperConstructor):
     """mmengine's ``DefaultOptimWrapperConstructor`` whose parameters with
     equal settings share one param group, and whose AdamW runs fused on
@@ -42,9 +40,16 @@ class CoalescedOptimWrapperConstructor(DefaultOptimWrapperConstructor):
     keeps this run's kernel and a checkpoint with another number of
     groups is refused with a clear message (see :func:`resume_check`).
 
-    Registered in mmpretrain's registry under its own name and as
-    ``'DefaultOptimWrapperConstructor'``, so every config in the
-    ``mmpretrain`` scope that names no constructor gets it.
+    A weight shared by two modules is put into the optimizer once or
+    refused as mmengine's constructor does: with
+    ``paramwise_cfg.bypass_duplicate=True`` its repeats are skipped (by
+    mmengine's ``add_params``), without it the build fails naming the
+    parameter (see :func:`coalesce_param_groups`).
+
+    Registered under its own name only (mmengine's
+    ``DefaultOptimWrapperConstructor`` stays the default): a config opts in
+    with ``optim_wrapper=dict(constructor=
+    'CoalescedOptimWrapperConstructor', ...)``.
     ``optim_wrapper.coalesce_param_groups=False`` keeps one group per
     parameter (to resume a checkpoint saved with them).
 
@@ -54,6 +59,10 @@ class CoalescedOptimWrapperConstructor(DefaultOptimWrapperConstructor):
             ``coalesce_param_groups`` (bool, default True).
         paramwise_cfg: Parameter-wise options. Defaults to None.
     """
+
+    #: Keys of ``optim_wrapper`` this constructor reads (besides mmengine's
+    #: ``optimizer``); the config-key check accepts them.
+    wrapper_keys = ('coalesce_param_groups', )
 
     def __init__(self,
                  optim_wrapper_cfg: dict,
@@ -93,7 +102,11 @@ class CoalescedOptimWrapperConstructor(DefaultOptimWrapperConstructor):
                 defaults = {k: optimizer_cfg[k]
                             for k in ('lr', 'weight_decay')
                             if k in optimizer_cfg}
-                groups = coalesce_param_groups(groups, defaults)
+                names: dict = {}
+                for name, param in model.named_parameters(
+                        remove_duplicate=False):
+                    names.setdefault(id(param), []).append(name)
+                groups = coalesce_param_groups(groups, defaults, names)
                 print_log(
                     f'{len(params)} parameters in {len(groups)} param groups '
                     f'(coalesced from {coalesced_from})', logger='current')

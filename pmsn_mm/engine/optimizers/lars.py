@@ -1,29 +1,31 @@
-"""mmpretrain's ``LARS`` without host syncs (registered in its place)."""
+"""``SyncFreeLARS``: mmpretrain's ``LARS`` update without host syncs."""
 from typing import Callable, List, Optional
 
 import torch
-from mmpretrain.engine.optimizers import LARS as _MMPretrainLARS
+from mmpretrain.engine.optimizers import LARS
 from mmpretrain.registry import OPTIMIZERS
 from torch import Tensor
 
 
-@OPTIMIZERS.register_module(name='LARS', force=True)
-class LARS(_MMPretrainLARS):
+@OPTIMIZERS.register_module()
+class SyncFreeLARS(LARS):
     """LARS (`arXiv:1708.03888 <https://arxiv.org/abs/1708.03888>`_) with
     the update of mmpretrain's ``LARS``, its trust ratio kept on the device.
 
     mmpretrain's ``step`` reads the weight and gradient norm of every
-    parameter to the host (``.item()``, two host syncs per parameter: 332
-    per step for a ResNet-50 with its neck and prototypes), only to choose
-    between ``eta * |w| / (|g| + wd * |w| + eps)`` and 1. Here the norms of
-    a parameter group come from one foreach call and the choice is a
-    ``torch.where``; the update is otherwise the same (the trust ratio is
-    computed in the parameters' dtype instead of Python floats). Registered
-    as ``'LARS'`` when :mod:`pmsn_mm` is imported, so configs that name
-    ``LARS`` (SimCLR, VICReg, PSwAV) get it.
+    parameter to the host (``.item()``, two host syncs per parameter) only
+    to choose between ``eta * |w| / (|g| + wd * |w| + eps)`` and 1. Here
+    the norms of a parameter group come from one foreach call and the
+    choice is a ``torch.where``; the trust ratio is computed in float64 as
+    mmpretrain's Python floats are (float32 on devices without float64),
+    so the update is mmpretrain's. mmpretrain's ``'LARS'`` stays
+    registered as it is; a config opts in with
+    ``optimizer=dict(type='SyncFreeLARS', ...)``.
 
     Args:
-        See mmpretrain's ``LARS``.
+        params: See mmpretrain's ``LARS`` (as are ``lr``, ``momentum``,
+            ``weight_decay``, ``dampening``, ``eta``, ``nesterov``,
+            ``eps``).
     """
 
     @torch.no_grad()
@@ -57,13 +59,11 @@ class LARS(_MMPretrainLARS):
             if group.get('lars_exclude', False):
                 scales: List = [lr] * len(params)
             else:
-                w_norms = torch._foreach_norm(params)
-                g_norms = torch._foreach_norm(grads)
-                scales = []
-                for w, g in zip(w_norms, g_norms):
-                    trust = eta * w / (g + weight_decay * w + self.eps)
-                    scales.append(torch.where((w != 0) & (g != 0), trust,
-                                              torch.ones_like(trust)) * lr)
+                scales = [
+                    _trust_ratio(w, g, eta, weight_decay, self.eps) * lr
+                    for w, g in zip(torch._foreach_norm(params),
+                                    torch._foreach_norm(grads))
+                ]
             for p, d_p, scale in zip(params, grads, scales):
                 d_p = d_p.add(p, alpha=weight_decay).mul(scale)
                 if momentum != 0:
@@ -77,3 +77,15 @@ class LARS(_MMPretrainLARS):
                     d_p = d_p.add(buf, alpha=momentum) if nesterov else buf
                 p.sub_(d_p)
         return loss
+
+
+def _trust_ratio(w_norm: Tensor, g_norm: Tensor, eta: float,
+                 weight_decay: float, eps: float) -> Tensor:
+    """``eta * |w| / (|g| + wd * |w| + eps)``, or 1 where a norm is 0, as a
+    0-dim device tensor (float64 where the device has it, as mmpretrain's
+    Python floats)."""
+    if w_norm.device.type != 'mps':
+        w_norm, g_norm = w_norm.double(), g_norm.double()
+    trust = eta * w_norm / (g_norm + weight_decay * w_norm + eps)
+    return torch.where((w_norm != 0) & (g_norm != 0), trust,
+                       torch.ones_like(trust))

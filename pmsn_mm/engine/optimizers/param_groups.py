@@ -18,7 +18,8 @@ def _settings(group: dict, defaults: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def coalesce_param_groups(groups: List[dict],
-                          defaults: Optional[Dict[str, Any]] = None
+                          defaults: Optional[Dict[str, Any]] = None,
+                          names: Optional[Dict[int, List[str]]] = None
                           ) -> List[dict]:
     """Merge the param groups whose settings are equal.
 
@@ -31,17 +32,35 @@ def coalesce_param_groups(groups: List[dict],
     order of ``groups``; so the parameter that comes first keeps its group
     first (mmengine logs the lr of group 0).
 
+    A parameter that comes twice (a weight shared by two modules, which
+    mmengine's ``add_params`` lists once per module unless
+    ``paramwise_cfg.bypass_duplicate=True`` skips the repeats) is refused,
+    as torch refuses it in two param groups: merged into one group it
+    would be updated twice per step.
+
     Args:
         groups: Param groups, e.g. one per parameter as mmengine's
             ``DefaultOptimWrapperConstructor.add_params`` makes them.
         defaults: Values of entries a group may leave out (``lr``,
             ``weight_decay`` of the optimizer config). Defaults to None.
+        names: ``id(parameter)`` -> its names in the model, for the error
+            message. Defaults to None.
 
     Returns:
         New groups (the input is not changed), each with every setting of
         its members written out and a new ``params`` list.
+
+    Raises:
+        ValueError: A parameter is in more than one group (or twice in
+            one), naming it.
     """
     defaults = defaults or {}
+    seen: set = set()
+    for group in groups:
+        for param in group['params']:
+            if id(param) in seen:
+                raise ValueError(_duplicate_message(param, names or {}))
+            seen.add(id(param))
     merged: List[dict] = []
     for group in groups:
         settings = _settings(group, defaults)
@@ -52,6 +71,20 @@ def coalesce_param_groups(groups: List[dict],
         else:
             merged.append(dict(settings, params=list(group['params'])))
     return merged
+
+
+def _duplicate_message(param: Tensor, names: Dict[int, List[str]]) -> str:
+    known = names.get(id(param), [])
+    what = (f'parameter {known[0]!r}' + (
+        f' (shared with {", ".join(repr(n) for n in known[1:])})'
+        if len(known) > 1 else '')) if known else (
+            f'a parameter of shape {tuple(param.shape)}')
+    return (f'The {what} appears in more than one parameter group: it is '
+            'shared (tied) between modules, and mmengine\'s add_params lists '
+            'it once per module (torch refuses such groups; merged into one '
+            'group it would be updated twice per step). Set '
+            'optim_wrapper.paramwise_cfg.bypass_duplicate=True to optimise it '
+            'once, with the settings of its first module.')
 
 
 def adam_implementation(optimizer_cls: type, optimizer_cfg: dict,

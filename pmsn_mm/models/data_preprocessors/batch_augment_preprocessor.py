@@ -244,10 +244,16 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
         if sizes['padded']:
             inputs = replicate_edges(inputs, sizes['heights'],
                                      sizes['widths'])
-        views = [
-            view for group in self.views for view in self.augment_group(
-                inputs, sizes['heights'], sizes['widths'], group)
-        ]
-        if self._enable_normalize:
-            views = [(v - self.mean) / self.std for v in views]
+        # in float32 whatever the autocast state: mmengine's train_step runs
+        # the pre-processor inside the optimizer wrapper's autocast (--amp),
+        # where the crops, the colour matrix and the blur would run in
+        # bfloat16 (pixels off by up to ~10 grey levels); the model still
+        # runs under autocast
+        with torch.autocast(inputs.device.type, enabled=False):
+            views = [
+                view for group in self.views for view in self.augment_group(
+                    inputs, sizes['heights'], sizes['widths'], group)
+            ]
+            if self._enable_normalize:
+                views = [(v - self.mean) / self.std for v in views]
         return {'inputs': views, 'data_samples': data_samples}

@@ -2,7 +2,7 @@
 from .data2vec import Data2VecVision
 from .pmsn import PMSN
 from .pswav import PSwAV
-from .simclr import SimCLR
+from .simclr import SyncFreeSimCLR
 from .vicreg import VICReg
 
-__all__ = ['Data2VecVision', 'PMSN', 'PSwAV', 'SimCLR', 'VICReg']
+__all__ = ['Data2VecVision', 'PMSN', 'PSwAV', 'SyncFreeSimCLR', 'VICReg']

@@ -1,9 +1,9 @@
-"""mmpretrain's ``SimCLR`` without host syncs (registered in its place)."""
+"""``SyncFreeSimCLR``: mmpretrain's ``SimCLR`` loss without host syncs."""
 from typing import Dict, List, Tuple
 
 import torch
 from mmpretrain.models.heads import ContrastiveHead
-from mmpretrain.models.selfsup import SimCLR as _MMPretrainSimCLR
+from mmpretrain.models.selfsup import SimCLR
 from mmpretrain.models.selfsup.simclr import GatherLayer
 from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
@@ -33,16 +33,17 @@ def positive_negative_index(batch_size: int,
     return positive, negatives
 
 
-@MODELS.register_module(name='SimCLR', force=True)
-class SimCLR(_MMPretrainSimCLR):
+@MODELS.register_module()
+class SyncFreeSimCLR(SimCLR):
     """SimCLR (`arXiv:2002.05709 <https://arxiv.org/abs/2002.05709>`_) with
     mmpretrain's loss, its positives and negatives gathered by index.
 
     mmpretrain's ``loss`` selects them with ``torch.masked_select`` (an
     output whose size depends on device values: two host syncs per step);
     here ``gather`` with :func:`positive_negative_index` picks the same
-    entries in the same order. Registered as ``'SimCLR'`` when
-    :mod:`pmsn_mm` is imported.
+    entries in the same order. mmpretrain's ``'SimCLR'`` stays registered
+    as it is; a config opts in with ``model=dict(type='SyncFreeSimCLR',
+    ...)``.
 
     Args:
         See mmpretrain's ``SimCLR`` / ``BaseSelfSupervisor``.
@@ -60,8 +61,8 @@ class SimCLR(_MMPretrainSimCLR):
             ``dict(loss=...)``.
         """
         if not isinstance(inputs, list):
-            raise TypeError('SimCLR.loss expects a list of two view batches, '
-                            f'got {type(inputs).__name__}.')
+            raise TypeError('SyncFreeSimCLR.loss expects a list of two view '
+                            f'batches, got {type(inputs).__name__}.')
         inputs = torch.stack(inputs, 1)
         inputs = inputs.reshape((inputs.size(0) * 2, inputs.size(2),
                                  inputs.size(3), inputs.size(4)))

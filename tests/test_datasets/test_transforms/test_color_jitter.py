@@ -1,4 +1,5 @@
-"""ColorJitter: hue shifts of both signs, against torchvision's adjust_hue."""
+"""ModuloHueColorJitter: hue shifts of both signs, against torchvision's
+adjust_hue."""
 import numpy as np
 import pytest
 from mmengine.registry import init_default_scope
@@ -6,7 +7,7 @@ from mmpretrain.registry import TRANSFORMS
 from PIL import Image
 from torchvision.transforms import functional as TF
 
-from pmsn_mm.datasets.transforms import ColorJitter, adjust_hue
+from pmsn_mm.datasets.transforms import ModuloHueColorJitter, adjust_hue
 
 FACTORS = [-0.5, -0.37, -0.1, -0.004, 0.0, 0.004, 0.1, 0.37, 0.5]
 
@@ -64,11 +65,14 @@ def test_float_images_are_refused():
         adjust_hue(_rgb().astype(np.float32), 0.1)
 
 
-def test_registered_colorjitter_is_ours_and_survives_negative_hues():
+def test_registered_by_its_own_name_and_survives_negative_hues():
+    from mmpretrain.datasets.transforms import ColorJitter
     init_default_scope('mmpretrain')
-    jitter = TRANSFORMS.build(dict(type='ColorJitter', brightness=0.4,
-                                   contrast=0.4, saturation=0.2, hue=0.1))
-    assert isinstance(jitter, ColorJitter)
+    jitter = TRANSFORMS.build(dict(type='ModuloHueColorJitter',
+                                   brightness=0.4, contrast=0.4,
+                                   saturation=0.2, hue=0.1))
+    assert type(jitter) is ModuloHueColorJitter
+    assert TRANSFORMS.get('ColorJitter') is ColorJitter  # upstream's
     np.random.seed(0)
     for _ in range(50):  # about half of the draws shift the hue negatively
         out = jitter(dict(img=_rgb()))['img']
@@ -78,11 +82,12 @@ def test_registered_colorjitter_is_ours_and_survives_negative_hues():
 @pytest.mark.parametrize('factor', [-0.2, 0.2])
 def test_a_fixed_hue_range_gives_torchvision_output(factor):
     rgb = _rgb(2)
-    jitter = ColorJitter(hue=(factor, factor))
+    jitter = ModuloHueColorJitter(hue=(factor, factor))
     out = jitter(dict(img=np.ascontiguousarray(rgb[..., ::-1])))['img']
     np.testing.assert_array_equal(out[..., ::-1], _reference(rgb, factor))
 
 
 def test_unknown_backend_is_refused_at_build():
-    with pytest.raises(ValueError, match='ColorJitter backend must be one'):
-        ColorJitter(hue=0.1, backend='skimage')
+    with pytest.raises(ValueError,
+                       match='ModuloHueColorJitter backend must be one'):
+        ModuloHueColorJitter(hue=0.1, backend='skimage')

@@ -1,5 +1,5 @@
 """The decode-only loader of the batched views: safe DCT-domain reduction,
-the same decoding and errors as LoadImageFromFile, padded packing."""
+the same decoding and errors as CheckedLoadImageFromFile, padded packing."""
 import math
 
 import numpy as np
@@ -10,8 +10,8 @@ from mmpretrain.datasets.transforms import PackInputs
 
 from pmsn_mm.datasets.padded_collate import padded_collate
 from pmsn_mm.datasets.sample_data import class_image, truncate, write_image
-from pmsn_mm.datasets.transforms import (ImageReadError, LoadImageForViews,
-                                         LoadImageFromFile,
+from pmsn_mm.datasets.transforms import (CheckedLoadImageFromFile,
+                                         ImageReadError, LoadImageForViews,
                                          largest_safe_reduction)
 
 MSN_VIEWS = [dict(num_views=2, size=224, scale=(0.3, 1.0)),
@@ -58,7 +58,7 @@ def test_a_large_jpeg_is_decoded_reduced_and_close_to_area_resize(tmp_path):
     assert largest_safe_reduction(1600, 2400, load.crops) == 2
     assert out['img'].shape == (800, 1200, 3)
     assert out['img_shape'] == (800, 1200)
-    full = LoadImageFromFile()(dict(img_path=path))['img']
+    full = CheckedLoadImageFromFile()(dict(img_path=path))['img']
     import cv2
     area = cv2.resize(full, (1200, 800), interpolation=cv2.INTER_AREA)
     assert np.abs(out['img'].astype(int) - area).mean() < 2.0
@@ -74,7 +74,7 @@ def test_small_images_and_pngs_decode_as_load_image_from_file(tmp_path):
                                ('c.jpg', 'cmyk_jpeg', (300, 200))):
         path = _jpeg(tmp_path / name, h, w, kind)
         ours = load(dict(img_path=path))['img']
-        ref = LoadImageFromFile()(dict(img_path=path))['img']
+        ref = CheckedLoadImageFromFile()(dict(img_path=path))['img']
         np.testing.assert_array_equal(ours, ref)
     # a group without a size (the input's) forbids any reduction
     path = _jpeg(tmp_path / 'd.jpg', 1600, 2400)

@@ -1,5 +1,6 @@
-"""LoadImageFromFile: awkward files become correct RGB (checked with PIL);
-unreadable files end in an error that names the file (and the dataset)."""
+"""CheckedLoadImageFromFile: awkward files become correct RGB (checked with
+PIL); unreadable files end in an error that names the file (and the
+dataset)."""
 import os.path as osp
 
 import numpy as np
@@ -12,7 +13,8 @@ from PIL import Image
 
 from pmsn_mm.datasets.sample_data import (KINDS, class_image, expected_rgb,
                                           truncate, write_image)
-from pmsn_mm.datasets.transforms import ImageReadError, LoadImageFromFile
+from pmsn_mm.datasets.transforms import (CheckedLoadImageFromFile,
+                                         ImageReadError)
 from tests._downstream_layouts import inat18_json, write_inat18
 
 
@@ -21,14 +23,16 @@ def _rgb(h=48, w=64, seed=0):
 
 
 def _load(path, **kwargs):
-    out = LoadImageFromFile(**kwargs)(dict(img_path=path, sample_idx=7))
+    out = CheckedLoadImageFromFile(**kwargs)(dict(img_path=path, sample_idx=7))
     return None if out is None else out['img']
 
 
-def test_the_registered_loader_is_ours():
+def test_registered_by_its_own_name():
+    from mmcv.transforms import LoadImageFromFile
     init_default_scope('mmpretrain')
-    assert isinstance(TRANSFORMS.build(dict(type='LoadImageFromFile')),
-                      LoadImageFromFile)
+    assert type(TRANSFORMS.build(dict(
+        type='CheckedLoadImageFromFile'))) is CheckedLoadImageFromFile
+    assert TRANSFORMS.get('LoadImageFromFile') is LoadImageFromFile
 
 
 @pytest.mark.parametrize('kind', KINDS)
@@ -111,6 +115,18 @@ def test_a_missing_file_is_named(tmp_path):
     with pytest.raises(FileNotFoundError,
                        match=f'Image file not found: {path} \\(sample 7\\)'):
         _load(path)
+    assert _load(path, ignore_empty=True) is None
+
+
+def test_ignore_empty_covers_every_unreadable_path(tmp_path):
+    """With ignore_empty a path that cannot be read at all (a directory)
+    returns None, as mmcv's transform does; without it the OS error is
+    raised."""
+    folder = tmp_path / 'a_folder.jpg'
+    folder.mkdir()
+    assert _load(str(folder), ignore_empty=True) is None
+    with pytest.raises(IsADirectoryError):
+        _load(str(folder))
 
 
 def _inat_with_a_truncated_image(tmp_path):
@@ -123,7 +139,7 @@ def _inat_with_a_truncated_image(tmp_path):
     init_default_scope('mmpretrain')
     return DATASETS.build(
         dict(type='INat18', data_root=root, split='train',
-             pipeline=[dict(type='LoadImageFromFile'),
+             pipeline=[dict(type='CheckedLoadImageFromFile'),
                        dict(type='PackInputs')])), root
 
 

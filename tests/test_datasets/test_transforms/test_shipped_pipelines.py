@@ -100,11 +100,11 @@ def _in_memory_samples(dataset):
 
 def test_the_pipelines_cover_the_shipped_transforms():
     types = {t['type'] for p, _, _ in PIPELINES for t in p}
-    for expected in ('LoadImageFromFile', 'MultiView', 'PackInputs',
+    for expected in ('CheckedLoadImageFromFile', 'MultiView', 'PackInputs',
                      'RandomResizedCrop', 'ResizeEdge', 'Resize'):
         assert expected in types, expected
     nested = json.dumps([p for p, _, _ in PIPELINES])
-    for expected in ('ColorJitter', 'RandomGrayscale', 'GaussianBlur',
+    for expected in ('ModuloHueColorJitter', 'RandomGrayscale', 'GaussianBlur',
                      'Solarize', 'RandomFlip', 'BEiTMaskGenerator'):
         assert expected in nested, expected
 
@@ -117,7 +117,7 @@ def test_pipeline_survives_awkward_images_and_all_draws(
     monkeypatch.chdir(sample_root)
     init_default_scope('mmpretrain')
     compose = Compose(_forced(pipeline))
-    loads = pipeline[0]['type'] == 'LoadImageFromFile'
+    loads = pipeline[0]['type'] == 'CheckedLoadImageFromFile'
     inputs = _awkward_files(sample_root) if loads else _in_memory_samples(
         dataset)
     np.random.seed(0)

@@ -101,7 +101,8 @@ def test_bad_settings_raise(kwargs, match):
 
 
 def test_misspelled_key_is_named():
-    with pytest.raises(TypeError, match="unknown config key.*'modle_kwargs'"):
+    with pytest.raises(TypeError,
+                       match="unexpected keyword argument 'modle_kwargs'"):
         MODELS.build(dict(type='PooledTIMMBackbone', model_name='resnet10t',
                           modle_kwargs=dict()))
 

@@ -85,3 +85,73 @@ def test_group_settings_are_checked():
                           views=[dict(hue=0.7)]))
     with pytest.raises(ValueError, match='at least one view group'):
         MODELS.build(dict(type='BatchAugmentPreprocessor', views=[]))
+
+
+# ------------------------------------------- float32 views under --amp
+def _amp_model():
+    """A tiny PMSN whose views crop, jitter (the 3 x 3 colour matrix) and
+    blur (a grouped convolution): the ops autocast would run in bfloat16.
+    mean 0 / std 1, so the views are in grey levels."""
+    from mmengine.registry import init_default_scope
+    init_default_scope('mmpretrain')
+    view = dict(num_views=2, size=16, scale=(0.3, 1.0), jitter_prob=1.0,
+                brightness=0.4, contrast=0.4, saturation=0.2, hue=0.1,
+                blur_prob=1.0, blur_sigma=(0.5, 2.0))
+    return MODELS.build(dict(
+        type='PMSN',
+        data_preprocessor=dict(type='BatchAugmentPreprocessor', views=[view],
+                               mean=[0.0] * 3, std=[1.0] * 3),
+        backbone=dict(type='MSNViT', arch=dict(embed_dims=16, num_layers=1,
+                                               num_heads=2,
+                                               feedforward_channels=32),
+                      img_size=16, patch_size=4),
+        neck=dict(type='MSNProjector', in_channels=16, hidden_channels=32,
+                  out_channels=16),
+        head=dict(type='PMSNHead', num_prototypes=6, in_channels=16,
+                  prior=dict(type='UniformPrior'),
+                  loss=dict(type='PMSNLoss', prior_weight=1.0)),
+        num_random_views=1, target_momentum=0.9))
+
+
+def test_views_are_float32_through_the_amp_train_step():
+    """mmengine's ``train_step`` runs the pre-processor inside the
+    optimizer wrapper's autocast: the views it draws there (bf16 autocast
+    on the CPU, ``DeviceAwareAmpOptimWrapper``) equal the views drawn in
+    float32 with the same seed, while drawing them under autocast would
+    move pixels by more than one grey level."""
+    from mmengine.optim import build_optim_wrapper
+    from mmpretrain.structures import DataSample
+    model = _amp_model().train()
+    wrapper = build_optim_wrapper(model, dict(
+        type='DeviceAwareAmpOptimWrapper',
+        optimizer=dict(type='AdamW', lr=1e-3)))
+    gen = torch.Generator().manual_seed(0)
+    data = dict(inputs=torch.randint(0, 256, (8, 3, 24, 24),
+                                     dtype=torch.uint8, generator=gen),
+                data_samples=[DataSample() for _ in range(8)])
+    seen = []
+    handle = model.data_preprocessor.register_forward_hook(
+        lambda module, args, out: seen.append(out['inputs']))
+    torch.manual_seed(5)
+    model.train_step(data, wrapper)  # the whole step, autocast included
+    handle.remove()
+    assert torch.get_autocast_dtype('cpu') == torch.bfloat16
+    torch.manual_seed(5)
+    reference = model.data_preprocessor(data, True)['inputs']  # no autocast
+    assert len(seen[0]) == len(reference) == 2
+    for got, want in zip(seen[0], reference):
+        assert got.dtype == torch.float32
+        assert torch.equal(got, want)
+    # what the fix prevents: the same draws inside bf16 autocast
+    pre = model.data_preprocessor
+    images = data['inputs'].float()
+    sizes = pre.image_sizes(images, data['data_samples'])
+    torch.manual_seed(5)
+    plain = pre.augment_group(images, sizes['heights'], sizes['widths'],
+                              pre.views[0])
+    torch.manual_seed(5)
+    with torch.autocast('cpu', dtype=torch.bfloat16):
+        cast = pre.augment_group(images, sizes['heights'], sizes['widths'],
+                                 pre.views[0])
+    assert max((a.float() - b.float()).abs().max().item()
+               for a, b in zip(plain, cast)) > 1.0

@@ -71,7 +71,7 @@ def per_sample_pipeline(row: dict) -> list:
              backend='pillow'),
         dict(type='RandomFlip', prob=row['flip_prob']),
         dict(type='RandomApply', prob=row['jitter_prob'], transforms=[
-            dict(type='ColorJitter', brightness=row['brightness'],
+            dict(type='ModuloHueColorJitter', brightness=row['brightness'],
                  contrast=row['contrast'], saturation=row['saturation'],
                  hue=row['hue'])]),
         dict(type='RandomGrayscale', prob=row['grayscale_prob'],

@@ -1,5 +1,5 @@
-"""pmsn_mm's SimCLR (registered as 'SimCLR'): mmpretrain's loss, no host
-sync."""
+"""SyncFreeSimCLR: mmpretrain's SimCLR loss, no host sync; mmpretrain's
+'SimCLR' stays its own."""
 import copy
 
 import torch
@@ -8,10 +8,10 @@ from mmpretrain.registry import MODELS
 
 import pmsn_mm  # noqa: F401
 from pmsn_mm.engine.op_counter import OpCounter
-from pmsn_mm.models.selfsup import SimCLR
+from pmsn_mm.models.selfsup import SyncFreeSimCLR
 
 CFG = dict(
-    type='SimCLR',
+    type='SyncFreeSimCLR',
     backbone=dict(type='ResNet', depth=18, base_channels=8,
                   stem_channels=8, norm_cfg=dict(type='BN')),
     neck=dict(type='NonLinearNeck', in_channels=64, hid_channels=32,
@@ -27,7 +27,8 @@ def _views(batch: int):
 
 def test_same_loss_as_mmpretrain_and_no_host_sync():
     ours = MODELS.build(copy.deepcopy(CFG))
-    assert type(ours) is SimCLR
+    assert type(ours) is SyncFreeSimCLR
+    assert MODELS.get('SimCLR') is MMPretrainSimCLR
     theirs = MMPretrainSimCLR(**{k: v for k, v in CFG.items()
                                  if k != 'type'})
     theirs.load_state_dict(ours.state_dict())

@@ -1,0 +1,133 @@
+"""Threads of a CPU run: its fair share of a machine other processes use."""
+from typing import Optional, Union
+
+import torch
+from mmengine.hooks import Hook
+from mmpretrain.registry import HOOKS
+
+from ..cpu_load import (USER_THREADS, CPULoadSampler, available_cores,
+                        fair_threads)
+
+
+@HOOKS.register_module()
+class CPUThreadsHook(Hook):
+    """Keep a CPU run's torch threads at the cores other processes leave
+    free (``torch.set_num_threads``), so that a busy machine costs a run
+    about its fair share instead of 3-30x (see
+    :mod:`pmsn_mm.engine.cpu_load`).
+
+    With ``threads='auto'`` the machine's load is read every ``interval``
+    seconds during training, validation and testing (Linux ``/proc``; no
+    effect elsewhere): ``fair_threads(cores, other)`` threads, where
+    ``other`` is the cores other processes used meanwhile (a neighbour that
+    keeps a core busy on a 2-core machine: 1 thread; when it stops: 2
+    again). A new count needs two readings in a row, and every change is
+    logged in one line with the reason. An integer fixes the count, None
+    leaves torch's own (one thread per core). Runs whose model is on a GPU
+    are left alone, and so is a process started with ``OMP_NUM_THREADS`` or
+    ``MKL_NUM_THREADS`` set (the user's choice; logged once).
+
+    In pmsn_mm's configs (``configs/_base_/default_runtime.py``) as
+    ``default_hooks.cpu_threads``; ``default_hooks.cpu_threads.threads=None``
+    turns it off (mmengine accepts ``None`` only for its own default hooks).
+
+    Args:
+        threads: ``'auto'``, a number of threads, or None (torch's default,
+            untouched). Defaults to ``'auto'``.
+        interval: Seconds between two readings of the load. Defaults to 2.
+    """
+
+    priority = 'VERY_HIGH'
+
+    def __init__(self, threads: Union[str, int, None] = 'auto',
+                 interval: float = 2.0) -> None:
+        if threads not in ('auto', None) and not (
+                isinstance(threads, int) and not isinstance(threads, bool)
+                and threads >= 1):
+            raise ValueError("CPUThreadsHook threads must be 'auto', an int "
+                             f'>= 1 or None, but is {threads!r}.')
+        if not isinstance(interval, (int, float)) or interval <= 0:
+            raise ValueError('CPUThreadsHook interval must be a number > 0, '
+                             f'but is {interval!r}.')
+        self.threads = threads
+        self.interval = float(interval)
+        self.sampler: Optional[CPULoadSampler] = None
+        self.pending: Optional[int] = None
+        self.cores = available_cores()
+        self._started = False
+
+    # ------------------------------------------------------------ decisions
+    def _start(self, runner) -> None:
+        """Fix or start watching the thread count (once per run)."""
+        if self._started or self.threads is None:
+            return
+        self._started = True
+        model = runner.model
+        device = next((p.device for p in model.parameters()), None)
+        if device is not None and device.type != 'cpu':
+            return
+        if USER_THREADS:
+            setting = ', '.join(f'{k}={v}' for k, v in USER_THREADS.items())
+            runner.logger.info(
+                f'CPU threads: {torch.get_num_threads()} of {self.cores} '
+                f'cores ({setting} set in the environment: kept).')
+            return
+        if self.threads != 'auto':
+            torch.set_num_threads(self.threads)
+            runner.logger.info(
+                f'CPU threads: {self.threads} of {self.cores} cores '
+                '(default_hooks.cpu_threads.threads).')
+            return
+        self.sampler = CPULoadSampler(self.interval)
+        if not self.sampler.measurable:
+            self.sampler = None
+            return
+        runner.logger.info(
+            f'CPU threads: {torch.get_num_threads()} of {self.cores} cores, '
+            'adjusted to the cores other processes leave free (read every '
+            f'{self.interval:g} s; OMP_NUM_THREADS=N or '
+            'default_hooks.cpu_threads.threads=N fixes it, =None leaves '
+            "torch's).")
+
+    def _adjust(self, runner) -> None:
+        if self.sampler is None:
+            return
+        other = self.sampler.update()
+        if other is None:
+            return
+        target = fair_threads(self.cores, other)
+        current = torch.get_num_threads()
+        if target == current:
+            self.pending = None
+            return
+        if self.pending != target:  # the same reading twice before a change
+            self.pending = target
+            return
+        self.pending = None
+        torch.set_num_threads(target)
+        why = (f'other processes keep {other:.1f} of {self.cores} cores busy'
+               if target < current else
+               f'other processes now use {other:.1f} of {self.cores} cores')
+        runner.logger.info(f'CPU threads: {current} -> {target} ({why}).')
+
+    # ---------------------------------------------------------------- hooks
+    def before_train(self, runner) -> None:
+        self._start(runner)
+
+    def before_val(self, runner) -> None:
+        self._start(runner)
+
+    def before_test(self, runner) -> None:
+        self._start(runner)
+
+    def after_train_iter(self, runner, batch_idx: int, data_batch=None,
+                         outputs=None) -> None:
+        self._adjust(runner)
+
+    def after_val_iter(self, runner, batch_idx: int, data_batch=None,
+                       outputs=None) -> None:
+        self._adjust(runner)
+
+    def after_test_iter(self, runner, batch_idx: int, data_batch=None,
+                        outputs=None) -> None:
+        self._adjust(runner)
