@@ -170,3 +170,34 @@ class CPULoadSampler:
         other = other_cores(self.last, now)
         self.last = now
         return other
+
+
+def fit_threads_once(seconds: float = 0.5) -> Optional[str]:
+    """For a short CPU job (an analysis tool): read the machine's load over
+    ``seconds`` and set torch's threads to the cores other processes leave
+    free, once. A process started with ``OMP_NUM_THREADS`` /
+    ``MKL_NUM_THREADS`` keeps its threads.
+
+    Args:
+        seconds: How long to watch the load. Defaults to 0.5.
+
+    Returns:
+        One line saying what was chosen and why, or None where nothing
+        could be read.
+    """
+    import torch
+    if USER_THREADS:
+        setting = ', '.join(f'{k}={v}' for k, v in USER_THREADS.items())
+        return (f'CPU threads: {torch.get_num_threads()} ({setting} set in '
+                'the environment: kept).')
+    first = sample()
+    if first is None:
+        return None
+    time.sleep(seconds)
+    second = sample()
+    other = other_cores(first, second)
+    cores = available_cores()
+    threads = fair_threads(cores, other)
+    torch.set_num_threads(threads)
+    return (f'CPU threads: {threads} of {cores} cores (other processes keep '
+            f'{other:.1f} busy; OMP_NUM_THREADS=N fixes it).')

@@ -150,3 +150,19 @@ def test_the_default_runtime_has_it():
     from tests._configs import CONFIGS
     cfg = Config.fromfile(f'{CONFIGS}/_base_/default_runtime.py')
     assert cfg.default_hooks.cpu_threads == dict(type='CPUThreadsHook')
+
+
+def test_a_short_job_fits_its_threads_once(monkeypatch):
+    monkeypatch.setattr(cpu_load, 'USER_THREADS', {})
+    threads = torch.get_num_threads()
+    try:
+        line = cpu_load.fit_threads_once(0.05)
+        if sample() is not None:  # Linux
+            assert line.startswith(f'CPU threads: {torch.get_num_threads()} '
+                                   f'of {cpu_load.available_cores()} cores')
+        monkeypatch.setattr(cpu_load, 'USER_THREADS',
+                            {'OMP_NUM_THREADS': '3'})
+        assert 'OMP_NUM_THREADS=3 set in the environment: kept' in \
+            cpu_load.fit_threads_once(0.05)
+    finally:
+        torch.set_num_threads(threads)

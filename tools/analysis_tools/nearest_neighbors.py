@@ -31,6 +31,7 @@ from mmpretrain.apis import get_model
 from pmsn_mm.apis import (build_dataset, dataset_config, dataset_labels,
                           load_image)
 from pmsn_mm.config import check_config
+from pmsn_mm.engine.cpu_load import fit_threads_once
 from pmsn_mm.evaluation.functional import (chance_agreement, cosine_knn,
                                            extract_features,
                                            neighbor_agreement)
@@ -82,6 +83,8 @@ def main(argv: Optional[List[str]] = None) -> Dict:
     cfg = Config.fromfile(args.config)
     cfg.merge_from_dict(args.cfg_options or {})
     check_config(cfg)  # misspelled types and keys, one owner per number
+    if str(args.device).startswith('cpu'):  # a fair share of a busy CPU
+        print(fit_threads_once() or '', flush=True)
     model = get_model(cfg, pretrained=args.checkpoint, device=args.device)
     ds_cfg = dataset_config(cfg, args.split, args.num_samples, 'test')
     dataset = build_dataset(ds_cfg)

@@ -27,6 +27,7 @@ from mmpretrain.apis import get_model
 
 from pmsn_mm.apis import build_dataset, dataset_config, load_image
 from pmsn_mm.config import check_config
+from pmsn_mm.engine.cpu_load import fit_threads_once
 from pmsn_mm.evaluation.functional import (extract_features,
                                            top_samples_per_prototype,
                                            usage_counts)
@@ -75,6 +76,8 @@ def main(argv: Optional[List[str]] = None) -> Dict:
     cfg = Config.fromfile(args.config)
     cfg.merge_from_dict(args.cfg_options or {})
     check_config(cfg)  # misspelled types and keys, one owner per number
+    if str(args.device).startswith('cpu'):  # a fair share of a busy CPU
+        print(fit_threads_once() or '', flush=True)
     model = get_model(cfg, pretrained=args.checkpoint, device=args.device)
     if not hasattr(model, 'embed'):
         raise ValueError(f'{type(model).__name__} has no prototype stages; '
