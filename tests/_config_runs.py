@@ -182,6 +182,10 @@ def shrink(cfg: Config, work_dir: str,
     """
     cfg.work_dir = work_dir
     shrink_model(cfg)
+    # a pretrained full-size checkpoint (the *_from-msn* continuations'
+    # converted MSN file) fits no narrowed model; loading a converted
+    # checkpoint is tested in tests/test_apis/test_msn_checkpoints.py
+    cfg.load_from = None
     for part in ('backbone', 'neck'):
         init = (cfg.model.get(part) or {}).get('init_cfg')
         if isinstance(init, dict) and init.get('type') == 'Pretrained':

@@ -63,7 +63,10 @@ train_dataloader = dict(
 model = dict(
     type='PMSN',
     data_preprocessor=dict(
-        type='BatchAugmentPreprocessor', num_views=2, mean=[105.0],
+        type='BatchAugmentPreprocessor',
+        views=[dict(num_views=2, scale=(0.5, 1.0), jitter_prob=0.8,
+                    brightness=0.4, contrast=0.4)],
+        mean=[105.0],
         std=[58.0], to_rgb=False),
     backbone=dict(
         type='MSNViT',

@@ -11,7 +11,9 @@ CONFIG must have a test loop: a trained linear probe's config, or a
 frozen-feature benchmark (``configs/pmsn/benchmarks/*_knn-*``,
 ``*_logreg_*``); a pretraining config has none. Every weight of the model
 must be in CHECKPOINT (a missing one would be evaluated at its random
-initialisation, so it is refused).
+initialisation, so it is refused). Both checks, and the rest of what a run
+needs, are the config's runner's (``PMSNRunner``); the flags set config
+keys, as mmpretrain's ``tools/test.py`` does.
 """
 import argparse
 import os
@@ -19,23 +21,13 @@ import os.path as osp
 import sys
 from typing import Tuple
 
-import torch
 from mmengine.config import Config, DictAction
-from mmengine.model import is_model_wrapper
 from mmengine.runner import Runner
-from mmengine.runner.checkpoint import CheckpointLoader
 from mmpretrain.registry import RUNNERS
 
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
 from pmsn_mm.config.overrides import check_config_path, check_option_keys
-from pmsn_mm.engine.checkpoint_fit import (checkpoint_fit, config_vit_shape,
-                                           fitting_benchmarks)
-from pmsn_mm.engine.launcher import (end_distributed,
-                                     exit_after_distributed_run,
-                                     explain_distributed_thread_notes,
-                                     setup_cpu_distributed)
-from pmsn_mm.engine.loaders import fit_loaders_to_machine
-from pmsn_mm.utils.upstream_notes import unused_checkpoint_keys_unlisted
+from pmsn_mm.engine.launcher import end_distributed, exit_after_distributed_run
 
 #: What ``--out`` writes: mmengine's ``DumpResults`` pickles the per-sample
 #: outputs, and accepts only these suffixes.
@@ -95,80 +87,15 @@ def merge_args(cfg: Config, args: argparse.Namespace) -> Config:
     return cfg
 
 
-def check_test_loop(cfg: Config, config: str) -> None:
-    """Refuse a config that cannot test (a pretraining config), naming the
-    benchmark configs whose encoder is the config's."""
-    missing = [key for key in ('test_dataloader', 'test_cfg', 'test_evaluator')
-               if cfg.get(key) is None]
-    if not missing:
-        return
-    backbone = (cfg.get('model') or {}).get('backbone') or {}
-    shape = config_vit_shape(backbone)
-    fits = fitting_benchmarks(shape) if shape else []
-    which = (f'with this config\'s encoder ({shape}): {", ".join(fits)}'
-             if fits else 'e.g. configs/pmsn/benchmarks/'
-             'vit-small-p16-lastcls_knn-k20_in1k.py (kNN), '
-             '*_logreg_in1k-1pct.py (low-shot logistic regression)')
-    raise ValueError(
-        f'{config} has no test loop ({", ".join(missing)} not set): it is '
-        'a training-only config. To evaluate a pretrained encoder use a '
-        f'benchmark config {which}; or train a linear probe (*-linear-*.py) '
-        'with tools/train.py and test that.')
-
-
-def check_checkpoint_covers(model: torch.nn.Module, path: str) -> str:
-    """Refuse a checkpoint that does not fit the model (missing or
-    mis-shaped weights: the architectures differ, and the error names the
-    benchmarks that fit); return one line of what the model takes from it
-    and what it leaves (:func:`pmsn_mm.engine.checkpoint_fit.checkpoint_fit`).
-    """
-    if is_model_wrapper(model):  # distributed: keys without 'module.'
-        model = model.module
-    ckpt = CheckpointLoader.load_checkpoint(path, map_location='cpu')
-    state = ckpt.get('state_dict', ckpt) if isinstance(ckpt, dict) else {}
-    state = {k[len('module.'):] if k.startswith('module.') else k: v
-             for k, v in state.items()}
-    return checkpoint_fit(model, state, path)
-
-
-def wrap_frozen_models(cfg: Config, launcher: str) -> None:
-    """Distributed testing wraps the model in
-    ``DeviceAwareDistributedDataParallel`` (mmengine's DDP wrapper on CUDA,
-    gloo DDP on CPU), which also takes a model without trainable
-    parameters: torch's DDP refuses the frozen encoder of the kNN and
-    logistic-regression benchmarks. A config's own ``model_wrapper_cfg`` is
-    kept.
-
-    Args:
-        cfg: The merged config; updated in place.
-        launcher: The ``--launcher`` value.
-    """
-    if launcher != 'none' and not cfg.get('model_wrapper_cfg'):
-        cfg.model_wrapper_cfg = dict(
-            type='DeviceAwareDistributedDataParallel',
-            broadcast_buffers=False)
-
-
 def run(argv=None) -> Tuple[Runner, dict]:
     """Test; returns the runner and the metrics."""
     args = parse_args(argv)
     cfg = merge_args(Config.fromfile(check_config_path(args.config)), args)
-    # misspelled types and keys, one owner per number: before any build
-    pmsn_mm.config.check_config(cfg)
-    fitted = fit_loaders_to_machine(cfg)  # workers, pin_memory
-    check_test_loop(cfg, args.config)
-    wrap_frozen_models(cfg, args.launcher)
-    explain_distributed_thread_notes(args.launcher)
-    setup_cpu_distributed(cfg, args.launcher)
     if 'runner_type' not in cfg:
         runner = Runner.from_cfg(cfg)
     else:
         runner = RUNNERS.build(cfg)
-    if fitted:
-        runner.logger.info(fitted)
-    runner.logger.info(check_checkpoint_covers(runner.model, args.checkpoint))
-    with unused_checkpoint_keys_unlisted():  # the line above says it
-        metrics = runner.test()
+    metrics = runner.test()
     end_distributed()
     return runner, metrics
 

@@ -3,6 +3,10 @@
 # use pmsn_mm parts by adding the `custom_imports` line below).
 default_scope = 'mmpretrain'
 custom_imports = dict(imports=['pmsn_mm'], allow_failed_imports=False)
+# what a run needs beyond the command line (config checks, mixed precision,
+# loaders fitted to the machine, the work-dir guard): the same run from
+# tools/train.py, mmpretrain's tools/train.py and `mim train pmsn_mm`
+runner_type = 'PMSNRunner'
 
 default_hooks = dict(
     timer=dict(type='IterTimerHook'),
@@ -29,6 +33,8 @@ default_hooks = dict(
     # on a CPU, torch threads for the cores other processes leave free (a
     # busy neighbour otherwise costs a run 3-30x); OMP_NUM_THREADS wins
     cpu_threads=dict(type='CPUThreadsHook'),
+    # the latest validation's metrics as the log's last line
+    final_val_metrics=dict(type='FinalValMetricsHook'),
 )
 
 env_cfg = dict(

@@ -14,6 +14,11 @@
 # chained update divides by the start factor), mmpretrain's 1e-9 x lr stays.
 _base_ = 'mmpretrain::mae/mae_vit-large-p16_8xb512-amp-coslr-800e_in1k.py'
 custom_imports = dict(imports=['pmsn_mm'], allow_failed_imports=False)
+# pmsn_mm's runner and its two hooks of configs/_base_/default_runtime.py
+# (config checks, loaders fitted to the machine, the work-dir guard; the
+# CPU threads of a busy machine, the final validation line), which this
+# mmpretrain base lacks
+runner_type = 'PMSNRunner'
 
 batch_size = 60  # per GPU; 16 GPUs -> 960
 # mmpretrain's MAE pipeline (imagenet_bs512_mae.py), restated with pmsn_mm's
@@ -55,3 +60,6 @@ data_preprocessor = dict(type='BatchCastPreprocessor')
 # a fresh run, not mmpretrain's auto-resume
 resume = False
 auto_scale_lr = dict(base_batch_size=960, enable=False)
+default_hooks = dict(
+    cpu_threads=dict(type='CPUThreadsHook'),
+    final_val_metrics=dict(type='FinalValMetricsHook'))

@@ -24,6 +24,11 @@
 # apex SyncBN in groups of 8 GPUs).
 _base_ = 'mmpretrain::simclr/simclr_resnet50_16xb256-coslr-200e_in1k.py'
 custom_imports = dict(imports=['pmsn_mm'], allow_failed_imports=False)
+# pmsn_mm's runner and its two hooks of configs/_base_/default_runtime.py
+# (config checks, loaders fitted to the machine, the work-dir guard; the
+# CPU threads of a busy machine, the final validation line), which this
+# mmpretrain base lacks
+runner_type = 'PMSNRunner'
 
 batch_size = 240  # per GPU; 16 GPUs -> 3840
 max_epochs = 300
@@ -103,3 +108,6 @@ param_scheduler = [
 ]
 train_cfg = dict(max_epochs=max_epochs)
 auto_scale_lr = dict(base_batch_size=3840, enable=False)
+default_hooks = dict(
+    cpu_threads=dict(type='CPUThreadsHook'),
+    final_val_metrics=dict(type='FinalValMetricsHook'))

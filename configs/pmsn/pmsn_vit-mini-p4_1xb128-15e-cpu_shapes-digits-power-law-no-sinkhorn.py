@@ -1,5 +1,5 @@
 # Control of the CPU toy PMSN job: the same recipe without Sinkhorn on the
-# targets (the paper's eq. (7) alone, as in App. F). With the power-law prior
+# targets (the paper's eq. (9) alone, as in App. F). With the power-law prior
 # MSN's sharpening skews the targets towards the largest prototype: a first
 # measurement sat in the trivial solution p_i ~ prior, the current code
 # collapses the argmax onto 2-5 prototypes and loses the digit; see

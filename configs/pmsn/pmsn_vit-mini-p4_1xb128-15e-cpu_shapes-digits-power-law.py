@@ -41,12 +41,15 @@ model = dict(
     type='PMSN',
     data_preprocessor=dict(
         type='BatchAugmentPreprocessor',
-        num_views=2,  # [target, 1 random anchor view]; no focal views
-        crop_scale=(0.8, 1.0),
-        flip_prob=0.0,
-        jitter_prob=0.8,
-        brightness=0.4,
-        contrast=0.4,
+        views=[
+            dict(
+                num_views=2,  # [target, 1 random anchor view]; no focal
+                scale=(0.8, 1.0),
+                flip_prob=0.0,
+                jitter_prob=0.8,
+                brightness=0.4,
+                contrast=0.4)
+        ],
         mean={{_base_.data_preprocessor.mean}},
         std={{_base_.data_preprocessor.std}},
         to_rgb=False),

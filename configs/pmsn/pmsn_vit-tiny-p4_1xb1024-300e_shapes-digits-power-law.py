@@ -10,8 +10,8 @@
 # resized crop (0.8, 1) without flip (paper (0.5, 1) + flip), a 10 px digit
 # on 20 px images. The paper's values:
 #   --cfg-options model.head.loss.prior_weight=100 \
-#       model.data_preprocessor.crop_scale="(0.5,1.0)" \
-#       model.data_preprocessor.flip_prob=0.5
+#       model.data_preprocessor.views.0.scale="(0.5,1.0)" \
+#       model.data_preprocessor.views.0.flip_prob=0.5
 #   python tools/analysis_tools/prior_toy_study.py THIS_CONFIG --device cuda
 _base_ = './pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py'
 

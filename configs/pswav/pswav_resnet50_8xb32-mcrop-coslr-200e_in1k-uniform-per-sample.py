@@ -16,6 +16,11 @@
 # precision), it trains in fp32.
 _base_ = 'mmpretrain::swav/swav_resnet50_8xb32-mcrop-coslr-200e_in1k-224px-96px.py'
 custom_imports = dict(imports=['pmsn_mm'], allow_failed_imports=False)
+# pmsn_mm's runner and its two hooks of configs/_base_/default_runtime.py
+# (config checks, loaders fitted to the machine, the work-dir guard; the
+# CPU threads of a busy machine, the final validation line), which this
+# mmpretrain base lacks
+runner_type = 'PMSNRunner'
 
 # mmpretrain's SwAV views, restated with pmsn_mm's ModuloHueColorJitter
 # (mmcv's hue step fails under numpy >= 2) and CheckedLoadImageFromFile
@@ -124,3 +129,6 @@ model = dict(
             temperature=0.1,
             crops_for_assign=[0, 1],
             num_crops=[2, 6])))
+default_hooks = dict(
+    cpu_threads=dict(type='CPUThreadsHook'),
+    final_val_metrics=dict(type='FinalValMetricsHook'))

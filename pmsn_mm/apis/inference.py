@@ -3,13 +3,16 @@
 ``model.extract_feat(inputs, stage=...)``, its prototypes and prior from
 ``model.head.prototypes`` / ``model.head.prior``)."""
 import copy
-from typing import Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional, cast
 
 import mmcv
 import numpy as np
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
 from torch.utils.data import Dataset
+
+if TYPE_CHECKING:
+    from mmengine.dataset import BaseDataset
 
 
 def dataset_config(cfg: Config,
@@ -70,14 +73,15 @@ def dataset_labels(dataset: Dataset) -> Dict[str, np.ndarray]:
     if hasattr(dataset, 'get_digit_labels'):
         return dict(
             digit=np.asarray(dataset.get_digit_labels()),
-            background=np.asarray(dataset.get_background_labels()))
-    try:
-        return dict(gt_label=np.asarray(dataset.get_gt_labels()))
+            background=np.asarray(
+                cast(Any, dataset).get_background_labels()))
+    try:  # duck-typed: mmpretrain datasets have get_gt_labels
+        return dict(gt_label=np.asarray(cast(Any, dataset).get_gt_labels()))
     except (AttributeError, KeyError, TypeError):
         return {}
 
 
-def load_image(dataset: Dataset, index: int) -> np.ndarray:
+def load_image(dataset: 'BaseDataset', index: int) -> np.ndarray:
     """The raw image of sample ``index`` as (H, W, 3) uint8 RGB.
 
     Args:

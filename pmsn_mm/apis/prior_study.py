@@ -196,7 +196,7 @@ def evaluate_run(model, memory: Tuple, queries: Tuple, k: int):
     model.eval()
     mem, qry = embed_inputs(model, memory[0]), embed_inputs(model, queries[0])
     model.train(was_training)
-    out = {f'knn_{label}_{stage}': knn_top1(
+    out: Dict[str, object] = {f'knn_{label}_{stage}': knn_top1(
         mem[stage], torch.as_tensor(memory[1][label]), qry[stage],
         torch.as_tensor(queries[1][label]), k)
         for stage in ('backbone', 'neck') for label in LABELS}
@@ -208,7 +208,7 @@ def evaluate_run(model, memory: Tuple, queries: Tuple, k: int):
     return out, mem['backbone'], qry['backbone']
 
 
-def mean_std(values: Sequence[float]) -> str:
+def mean_std(values: Union[Sequence[float], np.ndarray]) -> str:
     """``'mean ± sample std'`` (3 and 2 significant digits)."""
     values = np.asarray(values, dtype=np.float64)
     std = values.std(ddof=1) if len(values) > 1 else 0.0

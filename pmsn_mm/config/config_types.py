@@ -31,8 +31,8 @@ else from every registry.
 import difflib
 import importlib
 import sys
-from typing import (Any, Dict, Iterator, List, Mapping, Optional, Sequence,
-                    Set, Tuple)
+from typing import (Any, Dict, Iterable, Iterator, List, Mapping, Optional,
+                    Sequence, Set, Tuple)
 
 from .errors import ConfigCheckError
 
@@ -150,7 +150,7 @@ def _registry_tree() -> List[Any]:
 
     seen: Dict[int, Any] = {}
     while True:
-        found = []
+        found: List[Any] = []
         for name, module in list(sys.modules.items()):
             if module is None or not (name == 'registry' or name.endswith(
                     '.registry') or name == 'mmengine.registry.root'):
@@ -240,7 +240,7 @@ def preferred_registry(path: Path) -> Optional[Tuple[str, str]]:
     return found
 
 
-def closest_names(name: str, names: Sequence[str],
+def closest_names(name: str, names: Iterable[str],
                   n: int = MAX_CLOSE) -> List[str]:
     """The registered names closest to ``name`` (case-insensitive difflib).
 

@@ -32,6 +32,7 @@ def check_config_values(cfg: Any) -> None:
             that mmengine cannot drop (:func:`check_default_hooks`).
     """
     check_default_hooks(cfg)
+    check_auto_scale_lr(cfg)
     for name in DATALOADERS:
         loader = cfg.get(name)
         if not isinstance(loader, Mapping):
@@ -79,3 +80,27 @@ def check_default_hooks(cfg: Any) -> None:
                 f'its own default hooks ({", ".join(MMENGINE_DEFAULT_HOOKS)})'
                 '; remove the hook from the config\'s default_hooks'
                 + (f', or switch it off with {off}' if off else '') + '.')
+
+
+def check_auto_scale_lr(cfg: Any) -> None:
+    """Refuse ``auto_scale_lr.enable=True`` (``--auto-scale-lr``) without the
+    total batch size the lr was chosen for.
+
+    Args:
+        cfg: A loaded config.
+
+    Raises:
+        ConfigValueError: Naming the setting and how to fix it.
+    """
+    scale = cfg.get('auto_scale_lr')
+    if not isinstance(scale, Mapping) or not scale.get('enable'):
+        return
+    base = scale.get('base_batch_size')
+    if isinstance(base, int) and not isinstance(base, bool) and base >= 1:
+        return
+    config = getattr(cfg, 'filename', None) or 'the config'
+    raise ConfigValueError(
+        f'--auto-scale-lr: {config} sets no auto_scale_lr.base_batch_size '
+        f'(got auto_scale_lr={dict(scale)!r}), the total batch size its lr '
+        'was chosen for. Add auto_scale_lr = dict(base_batch_size=N) to the '
+        'config, or drop --auto-scale-lr.')

@@ -11,17 +11,17 @@ loops (``tools/train.py --max-iters N``).
 """
 import difflib
 import inspect
-from typing import Any, List, Mapping
+from typing import Any, Dict, List, Mapping, MutableMapping, cast
 
 from .errors import ConfigNotFoundError, UnknownOptionError
 
-#: Top-level keys that mmengine's Runner (and pmsn_mm's tools) read besides
+#: Top-level keys that mmengine's Runner (and ``PMSNRunner``) read besides
 #: the ``Runner.__init__`` arguments.
 RUNNER_READS = frozenset({
     'custom_imports', 'runner_type', 'model_wrapper_cfg', 'compile',
     'strategy', 'find_unused_parameters', 'sync_bn', 'auto_scale_lr',
     'default_scope', 'launcher', 'work_dir', 'load_from', 'resume',
-    'experiment_name'
+    'experiment_name', 'overwrite_work_dir'
 })
 
 
@@ -97,7 +97,7 @@ def short_run(cfg: Any, iters: int) -> List[str]:
         raise ValueError('--max-iters needs a config with a train_cfg.')
     validates = cfg.get('val_cfg') is not None and cfg.get(
         'val_dataloader') is not None
-    changes = {}
+    changes: Dict[str, object] = {}
     if _is_epoch_loop(loop):
         new_loop = dict(type='IterBasedTrainLoop', max_iters=iters)
         if validates:
@@ -115,14 +115,16 @@ def short_run(cfg: Any, iters: int) -> List[str]:
             cfg.log_processor.by_epoch = False
             changes['log_processor.by_epoch'] = False
     else:
-        loop['max_iters'] = iters
+        # the config's dicts (mutable)
+        cast(MutableMapping, loop)['max_iters'] = iters
         changes['train_cfg.max_iters'] = iters
         if validates:
-            loop['val_interval'] = iters
+            cast(MutableMapping, loop)['val_interval'] = iters
             changes['train_cfg.val_interval'] = iters
     checkpoint = (cfg.get('default_hooks') or {}).get('checkpoint')
     if isinstance(checkpoint, Mapping):
-        checkpoint.update(by_epoch=False, interval=iters, save_last=True)
+        cast(MutableMapping, checkpoint).update(
+            by_epoch=False, interval=iters, save_last=True)
         changes['default_hooks.checkpoint'] = (
             f'by_epoch=False, interval={iters}, save_last=True')
     return [f'{k}={v}' for k, v in changes.items()]

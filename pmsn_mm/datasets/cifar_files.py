@@ -9,7 +9,7 @@ missing ones, and names the file when a pickle does not read.
 """
 import os.path as osp
 import pickle
-from typing import List
+from typing import Any, List, cast
 
 from mmengine.fileio import exists, join_path
 from mmpretrain.datasets import CIFAR10
@@ -20,6 +20,13 @@ class CIFARFilesMixin:
 
     Put it first among the bases of a ``CIFAR10``/``CIFAR100`` subclass.
     """
+
+    # set by the mmpretrain CIFAR dataset this class is mixed into
+    data_prefix: dict
+    base_folder: str
+    train_list: list
+    test_list: list
+    meta: dict
 
     def _check_integrity(self) -> bool:
         """True when every file is there; else a FileNotFoundError."""
@@ -38,7 +45,8 @@ class CIFARFilesMixin:
     def load_data_list(self) -> List[dict]:
         """mmpretrain's loading, naming the folder if a pickle is bad."""
         try:
-            return super().load_data_list()
+            # the CIFAR dataset's (after this class in the MRO)
+            return cast(Any, super()).load_data_list()
         except (pickle.UnpicklingError, EOFError, KeyError,
                 ValueError) as e:
             folder = osp.join(self.data_prefix['root'], self.base_folder)

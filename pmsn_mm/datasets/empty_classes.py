@@ -9,7 +9,7 @@ index never occurs. Datasets that inherit :class:`NonEmptyClassesMixin`
 raise a ``ValueError`` while they load, naming every empty class folder by
 its full path and the opt-in setting ``allow_empty_classes``.
 """
-from typing import Dict, List, Sequence
+from typing import Any, Dict, List, Sequence, cast
 
 from mmengine.fileio import get_file_backend
 
@@ -122,6 +122,10 @@ class NonEmptyClassesMixin:
     #: whose ``classes`` is a fixed category list that partial annotation
     #: lists use in part (``Places205Sorted``).
     CHECK_LISTED_CLASSES: bool = True
+    # set by the mmpretrain dataset this class is mixed into
+    ann_file: str
+    img_prefix: str
+    metainfo: dict
 
     def __init__(self, *args, allow_empty_classes: bool = False,
                  **kwargs) -> None:
@@ -131,7 +135,8 @@ class NonEmptyClassesMixin:
 
     def load_data_list(self) -> List[dict]:
         """``super().load_data_list()``, refusing classes without samples."""
-        data_list = super().load_data_list()
+        # the dataset's (after this class in the MRO)
+        data_list = cast(Any, super()).load_data_list()
         if self.allow_empty_classes or not getattr(self, 'with_label', True):
             return data_list
         labels = [info['gt_label'] for info in data_list

@@ -1,7 +1,7 @@
 """Image folders (``<data_prefix>/<class>/<image>`` or a flat folder of
 images) that refuse empty class folders at build time."""
 import logging
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional, Set, Union
 
 import numpy as np
 from mmengine.fileio import get_file_backend
@@ -176,7 +176,7 @@ class ImageFolderDataset(NamedReadErrorsMixin, NonEmptyDatasetMixin,
         groups: Dict[int, List[int]] = {}
         for i, info in enumerate(data_list):
             groups.setdefault(int(info.get('gt_label', 0)), []).append(i)
-        val = set()
+        val: Set[int] = set()
         for members in groups.values():
             mask = holdout_mask(len(members), self.val_fraction)
             val.update(m for m, held in zip(members, mask) if held)

@@ -6,7 +6,7 @@ line, e.g. ``n01558993_4351.JPEG``). Subsets are drawn from the wrapped
 (training) dataset only, so they never touch a test split.
 """
 import os.path as osp
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Dict, List, Optional, Sequence, Union, cast
 
 import numpy as np
 from mmengine.dataset import BaseDataset
@@ -16,7 +16,7 @@ from ..utils.labels import get_dataset_labels
 from ..utils.validation import check_int, check_number
 
 
-def per_class_subset_indices(labels: Sequence[int],
+def per_class_subset_indices(labels: Union[Sequence[int], np.ndarray],
                              images_per_class: Optional[int] = None,
                              fraction: Optional[float] = None,
                              seed: int = 0) -> np.ndarray:
@@ -58,7 +58,8 @@ def per_class_subset_indices(labels: Sequence[int],
                     f'images_per_class={images_per_class} but class {cls} '
                     f'has only {len(members)} images.')
         else:
-            count = max(1, int(round(fraction * len(members))))
+            # fraction is given when images_per_class is not
+            count = max(1, int(round(cast(float, fraction) * len(members))))
         keep.append(rng.permutation(members)[:count])
     if not keep:
         return np.zeros(0, dtype=np.int64)

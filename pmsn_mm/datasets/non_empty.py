@@ -8,7 +8,7 @@ list) or ``ZeroDivisionError`` (``DefaultSampler``). Datasets that inherit
 ``data_root``, ``split`` and annotation file, and the setting that emptied
 it (``filter_cfg`` or ``indices``).
 """
-from typing import List, Optional, Sequence, Union
+from typing import Any, List, Optional, Sequence, Union, cast
 
 
 def dataset_fields(dataset) -> str:
@@ -118,11 +118,15 @@ class NonEmptyDatasetMixin:
     False.
     """
 
+    # set by the mmengine dataset this class is mixed into
+    data_list: List[dict]
+
     def filter_data(self) -> List[dict]:
         """``super().filter_data()``, refusing an empty result or an
         ``indices`` setting that would empty it."""
         num_loaded = len(self.data_list)
-        data_list = super().filter_data()
+        # the dataset's (after this class in the MRO)
+        data_list = cast(Any, super()).filter_data()
         if not data_list:
             raise ValueError(empty_dataset_message(self, num_loaded))
         if selects_nothing(getattr(self, '_indices', None)):

@@ -1,7 +1,7 @@
 """Toy dataset of paper §5.1 / Fig. 3: power-law digits over uniform
 backgrounds."""
 import os.path as osp
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple, cast
 
 import mmcv
 import numpy as np
@@ -212,12 +212,12 @@ class PowerLawOverlayDataset(NonEmptyDatasetMixin, BaseDataset):
             labels = digits.target.astype(np.int64)
             # Fixed split, independent of ``seed``: train/test never overlap.
             order = np.random.RandomState(0).permutation(len(labels))
-            keep = []
+            parts = []
             for d in range(10):
                 idx = order[labels[order] == d]
                 cut = int(round(len(idx) * SKLEARN_TRAIN_FRACTION))
-                keep.append(idx[:cut] if self.split == 'train' else idx[cut:])
-            keep = np.sort(np.concatenate(keep))
+                parts.append(idx[:cut] if self.split == 'train' else idx[cut:])
+            keep = np.sort(np.concatenate(parts))
             return images[keep], labels[keep]
         from mmpretrain.datasets import MNIST
         images, labels, _ = _read_split(
@@ -328,7 +328,8 @@ class PowerLawOverlayDataset(NonEmptyDatasetMixin, BaseDataset):
     def get_data_info(self, idx: int) -> dict:
         """Data info of ``idx`` with its image attached under ``img``."""
         info = super().get_data_info(idx)
-        img = self._images[info['image_index']]
+        # loaded by load_data_list (full_init) before any data info
+        img = cast(np.ndarray, self._images)[info['image_index']]
         info['img'] = (np.repeat(img[..., None], 3, axis=-1)
                        if self.channels == 3 else img[..., None].copy())
         return info

@@ -1,5 +1,5 @@
 """Unreadable image files: errors that also name the dataset."""
-from typing import Any
+from typing import Any, cast
 
 from .non_empty import dataset_fields
 from .transforms.loading import ImageReadError
@@ -20,7 +20,8 @@ class NamedReadErrorsMixin:
             idx: Index of the sample.
         """
         try:
-            return super().prepare_data(idx)
+            # the dataset's (after this class in the MRO)
+            return cast(Any, super()).prepare_data(idx)
         except (ImageReadError, FileNotFoundError) as e:
             raise type(e)(f'{type(self).__name__} ({dataset_fields(self)}): '
                           f'{e}') from e

@@ -15,7 +15,7 @@ such: the name is mapped to :func:`restricted_getattr`, which only resolves
 the four statistic methods of ``HistoryBuffer`` and refuses everything else.
 Any other global in a checkpoint is still refused by torch.
 """
-from typing import Any, Callable, List, Tuple, Union
+from typing import Any, Callable, List, Tuple, Union, cast
 
 import numpy as np
 import torch
@@ -68,8 +68,9 @@ def checkpoint_safe_globals() -> List[Union[Callable, Tuple[Callable, str]]]:
     Returns:
         A list for :func:`torch.serialization.add_safe_globals`.
     """
-    array_reconstruct = np.zeros(1).__reduce__()[0]
-    scalar_reconstruct = np.float64(0).__reduce__()[0]
+    # numpy's stubs type ``__reduce__()[0]`` ``str | Any``: a function here
+    array_reconstruct = cast(Callable, np.zeros(1).__reduce__()[0])
+    scalar_reconstruct = cast(Callable, np.float64(0).__reduce__()[0])
     return [
         HistoryBuffer,
         np.ndarray,

@@ -195,6 +195,8 @@ def fit_threads_once(seconds: float = 0.5) -> Optional[str]:
         return None
     time.sleep(seconds)
     second = sample()
+    if second is None:  # /proc/stat became unreadable meanwhile
+        return None
     other = other_cores(first, second)
     cores = available_cores()
     threads = fair_threads(cores, other)

@@ -57,6 +57,7 @@ import os.path as osp
 import sys
 import traceback
 from collections import Counter, defaultdict
+from types import FrameType
 from typing import Any, Dict, Iterator, Optional, Union
 
 import torch
@@ -272,7 +273,7 @@ class HostCopyCounter(TorchFunctionMode):
     def _torch_internal() -> bool:
         """Whether torch itself made the call (e.g. the optimisers' host
         step counters, ``torch.tensor(0.0, device='cpu')``)."""
-        frame = sys._getframe(1)
+        frame: Optional[FrameType] = sys._getframe(1)
         while frame is not None and osp.abspath(
                 frame.f_code.co_filename) in (_THIS, _OVERRIDES):
             frame = frame.f_back

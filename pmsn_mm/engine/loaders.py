@@ -5,11 +5,12 @@ node (``num_workers=10``, ``pin_memory=True``); on a laptop they are noise
 or worse: torch warns that more workers than cores may freeze the loader,
 and that ``pin_memory`` has nothing to pin without an accelerator.
 :func:`fit_loaders_to_machine` caps each loader's workers at the cores the
-process may use and drops ``pin_memory`` where no accelerator is found,
+process may use, drops ``pin_memory`` where no accelerator is found and
+``persistent_workers`` where a loader has no worker (torch refuses it),
 and returns one line saying what it changed (nothing where the config
 already fits).
 """
-from typing import Any, List, Mapping, Optional
+from typing import Any, List, Mapping, MutableMapping, Optional, Tuple, cast
 
 from .cpu_load import available_cores
 
@@ -30,14 +31,15 @@ def accelerator_available() -> bool:
         return False
 
 
-def _loaders(cfg: Any) -> List[Mapping]:
+def _loaders(cfg: Any) -> List[Tuple[str, MutableMapping]]:
     """The config's dataloader dicts (``val_dataloader`` of a kNN loop may
     hold a memory and a query loader)."""
-    found = []
+    found: List[Tuple[str, MutableMapping]] = []
     for name in LOADERS:
         loader = cfg.get(name)
         if isinstance(loader, Mapping):
-            found.append((name, loader))
+            # the config's dicts: changed in place by the caller
+            found.append((name, cast(MutableMapping, loader)))
     return found
 
 
@@ -65,6 +67,12 @@ def fit_loaders_to_machine(cfg: Any, cores: Optional[int] = None,
         if isinstance(workers, int) and workers > cores:
             loader['num_workers'] = cores
             changes.append(f'{name}.num_workers {workers} -> {cores}')
+        if loader.get('persistent_workers') and not loader.get(
+                'num_workers', 0):
+            # torch refuses persistent workers without workers (mmpretrain's
+            # tools set persistent_workers=True on every loader)
+            loader['persistent_workers'] = False
+            changes.append(f'{name}.persistent_workers True -> False')
         if loader.get('pin_memory') and not accelerator:
             loader['pin_memory'] = False
             changes.append(f'{name}.pin_memory True -> False')
@@ -75,5 +83,7 @@ def fit_loaders_to_machine(cfg: Any, cores: Optional[int] = None,
         reasons.append(f'{cores} CPU cores')
     if any('pin_memory' in c for c in changes):
         reasons.append('no accelerator to pin memory for')
+    if any('persistent_workers' in c for c in changes):
+        reasons.append('no worker to keep')
     return (f'Dataloaders fitted to this machine ({"; ".join(reasons)}): '
             f'{", ".join(changes)}.')

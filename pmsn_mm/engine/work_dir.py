@@ -1,6 +1,6 @@
 """Work-dir safety: find the checkpoint to resume, refuse silent overwrites.
 
-Used by ``tools/train.py`` before the runner is built:
+Used by ``PMSNRunner.train`` (whatever tool started the run):
 
 - :func:`find_resume_checkpoint` resolves ``--resume`` (auto): the file
   named in ``<work_dir>/last_checkpoint`` *relative to the work dir* (a
@@ -321,7 +321,9 @@ def prepare_work_dir(cfg: Config, overwrite: bool = False) -> WorkDirPlan:
             f'The work dir {work_dir} already holds checkpoints of an earlier '
             f'run ({", ".join(existing)}), which this run would overwrite. '
             f'{resume[0].upper()}{resume[1:]}; pass --overwrite to replace '
-            'them and start from iteration 0; or choose another --work-dir.')
+            'them and start from iteration 0 (--cfg-options '
+            'overwrite_work_dir=True under another tool); or choose another '
+            '--work-dir.')
     dump = osp.basename(cfg.filename) if cfg.filename else None
     if dump is None or not osp.isfile(osp.join(work_dir, dump)):
         dump = None

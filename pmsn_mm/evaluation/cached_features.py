@@ -6,12 +6,15 @@ model, so that an mmengine ``Runner`` trains and evaluates the probes as the
 online run would (:func:`pmsn_mm.evaluation.cached_probe.run_cached_probe`).
 Neither is built from a config: both wrap objects made at run time.
 """
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional, cast
 
 from mmengine.model import BaseModel
 from mmpretrain.structures import DataSample
-from torch import Tensor, nn
+from torch import Tensor
 from torch.utils.data import Dataset
+
+if TYPE_CHECKING:
+    from ..models.heads import MultiLinearProbeHead
 
 
 class CachedFeatures(Dataset):
@@ -48,7 +51,7 @@ class CachedFeatureProbe(BaseModel):
         head: The ``MultiLinearProbeHead`` (shared with the full model).
     """
 
-    def __init__(self, head: nn.Module) -> None:
+    def __init__(self, head: 'MultiLinearProbeHead') -> None:
         super().__init__()
         self.head = head
 
@@ -65,7 +68,8 @@ class CachedFeatureProbe(BaseModel):
         """
         feats = (inputs, )
         if mode == 'loss':
-            return self.head.loss(feats, data_samples)
+            # the samples are required in this mode
+            return self.head.loss(feats, cast(List[DataSample], data_samples))
         if mode == 'predict':
             return self.head.predict(feats, data_samples)
         if mode == 'tensor':

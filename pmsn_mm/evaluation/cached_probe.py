@@ -14,10 +14,11 @@ would not hold. ``tools/linear_probe_cached.py`` is the command line.
 import copy
 import os.path as osp
 import time
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, cast
 
 import torch
 from mmengine.config import Config
+from mmengine.model import BaseModel
 from mmengine.optim import build_optim_wrapper
 from mmengine.registry import init_default_scope
 from mmengine.runner import Runner
@@ -127,9 +128,9 @@ def set_pretrained(cfg: dict, checkpoint: str) -> int:
 
 
 def _encoder_parts(model: nn.Module) -> List[Tuple[str, nn.Module]]:
-    parts = [('backbone', model.backbone)]
+    parts = [('backbone', cast(nn.Module, model.backbone))]
     if getattr(model, 'neck', None) is not None:
-        parts.append(('neck', model.neck))
+        parts.append(('neck', cast(nn.Module, model.neck)))
     return parts
 
 
@@ -210,7 +211,7 @@ def _num_val_runs(train_cfg: dict, val_cfg, total_epochs: int) -> int:
                if e >= begin and (e % interval == 0 or e == total_epochs))
 
 
-def time_online(model: nn.Module, cfg: Config, dataloader,
+def time_online(model: BaseModel, cfg: Config, dataloader,
                 iters: int) -> float:
     """Seconds per real online training iteration (data + forward + step).
 

@@ -108,8 +108,11 @@ def _frozen(parts: Sequence[nn.Module]) -> bool:
 
 def _encoder(model: nn.Module, feature_dim: int) -> Dict[str, Any]:
     """Architecture and representation of the frozen encoder."""
-    backbone, neck = model.backbone, model.neck
+    # mmpretrain modules: their attributes are not typed
+    backbone: Any = model.backbone
+    neck: Any = model.neck
     name = type(backbone).__name__
+    depth: Optional[int]
     if hasattr(backbone, 'embed_dims') and hasattr(backbone, 'patch_embed'):
         depth = len(backbone.layers)
         width = backbone.embed_dims
@@ -163,7 +166,7 @@ def _head_init(init_cfg: Any) -> str:
     return repr(init_cfg)
 
 
-def _head(head: nn.Module) -> Dict[str, Any]:
+def _head(head: Any) -> Dict[str, Any]:
     """The linear probes, their BatchNorm and their loss."""
     name = type(head).__name__
     if name != 'MultiLinearProbeHead':
@@ -193,7 +196,7 @@ def _groups(optimizer: torch.optim.Optimizer) -> Dict[int, dict]:
     return {id(p): g for g in optimizer.param_groups for p in g['params']}
 
 
-def _optimizer(cfg: Config, model: nn.Module) -> Tuple[Dict[str, Any], Any]:
+def _optimizer(cfg: Config, model: Any) -> Tuple[Dict[str, Any], Any]:
     """Optimizer settings of the probes' parameters, as built."""
     with quiet_current_logger(logging.ERROR):  # a line per frozen parameter
         wrapper = build_optim_wrapper(model,
@@ -381,6 +384,8 @@ def resolve_probe_recipe(cfg: Config) -> Dict[str, Any]:
             read (the message says what is missing).
     """
     init_default_scope(cfg.get('default_scope', 'mmpretrain'))
+    model: Any  # an mmpretrain classifier: its attributes are not typed
+    preprocessor: Any
     model, preprocessor = build_probe_model(cfg)
     with torch.no_grad():
         feats = model.extract_feat(

@@ -48,7 +48,7 @@ def quotes_of(source: str) -> List[str]:
     ]
 
 
-def _sources(entries: dict) -> List[str]:
+def _sources(entries: Optional[dict]) -> List[str]:
     return [e['source'] for e in (entries or {}).values()
             if isinstance(e, dict) and isinstance(e.get('source'), str)]
 

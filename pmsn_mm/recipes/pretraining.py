@@ -16,7 +16,7 @@ rest); it never imports the package back. Not imported by ``import pmsn_mm``
 (it builds whole models).
 """
 import copy
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, cast
 
 import torch
 from mmengine.config import Config
@@ -26,7 +26,7 @@ from mmpretrain.registry import MODELS
 from torch import nn
 
 from .. import engine, models  # noqa: F401  (the registered classes)
-from ..utils.view_groups import VIEW_DEFAULTS
+from ..models.data_preprocessors.views import VIEW_FIELDS, recipe_fields
 from .building import (plain_optim_wrapper_cfg, quiet_current_logger,
                        scheduler_curves)
 from .tables import name_batch, round_value
@@ -40,18 +40,6 @@ JITTERS = ('ColorJitter', 'ModuloHueColorJitter')
 #: Width of a ViT (embed dims) -> the paper's name.
 VIT_WIDTHS = {192: 'vit-tiny', 384: 'vit-small', 768: 'vit-base',
               1024: 'vit-large'}
-
-#: View-group fields of the recipe tables (``views.<i>.<field>``): the
-#: settings of a view group (:data:`~pmsn_mm.utils.view_groups.VIEW_DEFAULTS`
-#: but the solarize threshold, which no recipe sets), how crops are resized
-#: and the order of the colour jitter.
-VIEW_FIELDS = tuple(k for k in VIEW_DEFAULTS if k != 'solarize_threshold') + (
-    'interpolation', 'jitter_order')
-
-#: How ``BatchAugmentPreprocessor`` resizes its crops: ``roi_align``'s
-#: adaptive sampling, the mean of ceil(crop / out) bilinear samples per
-#: output pixel and axis (PIL's antialiased bilinear is a triangle filter).
-DEVICE_INTERPOLATION = 'bilinear-roi-average'
 
 
 def global_batch(cfg: Config, path: str) -> int:
@@ -70,7 +58,8 @@ def global_batch(cfg: Config, path: str) -> int:
 
 
 # --------------------------------------------------------------- model parts
-def _architecture(backbone: nn.Module) -> Dict[str, Any]:
+def _architecture(backbone: Any) -> Dict[str, Any]:
+    # ``backbone``: an mmpretrain or timm module, its attributes untyped
     timm_model = getattr(backbone, 'timm_model', None)  # PooledTIMMBackbone
     if timm_model is not None:
         patch = getattr(getattr(timm_model, 'patch_embed', None),
@@ -160,15 +149,10 @@ def _ema(model: nn.Module, epochs: float) -> Dict[str, Any]:
 
 
 # --------------------------------------------------------------------- views
-def _device_views(preprocessor: nn.Module) -> List[Dict[str, Any]]:
-    """The pre-processor's checked view groups as table fields."""
-    return [
-        dict({k: group[k] for k in VIEW_FIELDS if k in group},
-             interpolation=DEVICE_INTERPOLATION, jitter_order='random',
-             blur_sigma=list(group['blur_sigma'])
-             if group['blur_prob'] else None)
-        for group in preprocessor.views
-    ]
+def _device_views(preprocessor: Any) -> List[Dict[str, Any]]:
+    """The pre-processor's checked view groups as table fields (each
+    augmentation says how it records its settings: ``recipe_fields``)."""
+    return [recipe_fields(group) for group in preprocessor.views]
 
 
 def _view_of_transforms(transforms: Sequence[dict]) -> Dict[str, Any]:
@@ -208,7 +192,8 @@ def _view_of_transforms(transforms: Sequence[dict]) -> Dict[str, Any]:
             view['grayscale_prob'] = float(t.get('prob', 0.1))
         elif kind == 'GaussianBlur':
             view.update(blur_prob=float(t.get('prob', 0.5)),
-                        blur_sigma=list(t.get('magnitude_range')))
+                        blur_sigma=list(
+                            cast(Sequence[float], t.get('magnitude_range'))))
         elif kind in ('Solarize', 'RandomSolarize'):
             view['solarize_prob'] = float(t.get('prob', 0.5))
     return view
@@ -372,7 +357,8 @@ def resolve_recipe(path: str) -> Dict[str, Any]:
         return _resolve(cfg, path, MODELS.build(model_cfg))
 
 
-def _resolve(cfg: Config, path: str, model: nn.Module) -> Dict[str, Any]:
+def _resolve(cfg: Config, path: str, model: Any) -> Dict[str, Any]:
+    # ``model``: an mmpretrain model, its attributes untyped
     out: Dict[str, Any] = {}
     out.update(_architecture(model.backbone))
     out['global_batch'] = global_batch(cfg, path)

@@ -77,7 +77,7 @@ def load_recipe_table(path: str) -> dict:
                                    'notes'})
     if unknown:
         raise ValueError(f'{path}: unknown keys {unknown}.')
-    merged = dict(values={}, deviations={}, notes=[])
+    merged: Dict[str, Any] = dict(values={}, deviations={}, notes=[])
     if table.get('base'):
         base = load_recipe_table(
             osp.join(osp.dirname(path), f"{table['base']}.yaml"))

@@ -1,4 +1,5 @@
-"""The power law ``p_k ∝ k ** -tau`` over K ranks (paper eq. (msn_prior)).
+"""The power law ``p_k ∝ k ** -tau`` over K ranks (Assran et al., ICLR
+2023, arXiv:2210.07277, eq. (9)).
 
 A neutral home: ``PowerLawPrior`` (models) and ``PowerLawOverlayDataset``
 (datasets) both use it, and neither imports the other.

@@ -37,6 +37,8 @@ import contextlib
 import logging
 import sys
 import warnings
+from types import FrameType
+from typing import Optional
 
 #: The mmcv-lite import warning (regular expression, matched at the start).
 MMCV_LITE_WARNING = (r'Fail to import ``MultiScaleDeformableAttention`` '
@@ -66,7 +68,7 @@ def _from_mmengine_compatibility_client() -> bool:
     is on the stack (see the module docstring)."""
     from mmengine.fileio import FileClient
     code = FileClient.infer_client.__func__.__code__
-    frame = sys._getframe(1)
+    frame: Optional[FrameType] = sys._getframe(1)
     while frame is not None:
         if frame.f_code is code:
             caller = frame.f_back

@@ -1,12 +1,12 @@
 """Curves of :class:`~pmsn_mm.engine.hooks.PrototypeAssignmentHook` points
 over training, drawn with matplotlib's Agg canvas (no pyplot state)."""
-from typing import Mapping, Sequence
+from typing import Mapping, Sequence, Tuple
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 #: One panel per tuple: title, then ``(point key, line style, legend)``.
-PANELS = (
+PANELS: Tuple[tuple, ...] = (
     ('NMI(argmax prototype, label)', ('nmi_digit', 'b-', 'digit'),
      ('nmi_background', 'r-', 'background')),
     ('entropies (nats)', ('mean_anchor_entropy', 'g-', 'mean H(p_i)'),

@@ -63,7 +63,7 @@ def save_image_grid(rows: List[List[np.ndarray]],
                             fontsize=7, fontweight='bold')
     if title:
         fig.suptitle(title, fontsize=9)
-    rect = (0, 0, 1, 1)
+    rect: Tuple[float, float, float, float] = (0, 0, 1, 1)
     if legend:
         fig.legend(handles=[Patch(color=color, label=text)
                             for text, color in legend],

@@ -20,7 +20,6 @@ from mmpretrain.models.backbones.vision_transformer import \
 
 from pmsn_mm.datasets.sample_data import make_sample_data
 from pmsn_mm.models.backbones import MSNViT
-from pmsn_mm.models.utils import EagerUpdateTrainStepMixin
 from tests._config_runs import shrink
 from tests._configs import CONFIGS
 from tests._tools import load_tool
@@ -33,36 +32,40 @@ INAT = osp.join(CONFIGS, 'pmsn',
                 'pmsn_vit-small-p16_32xb128-300e_inat18-power-law.py')
 
 
-class _Tiny(BaseModel):
+def _tiny_pmsn(tmp_path):
+    from mmengine.registry import init_default_scope
+    from mmpretrain.registry import MODELS
 
-    def __init__(self):
-        super().__init__()
-        self.fc = torch.nn.Linear(3, 2)
-
-    def forward(self, inputs, data_samples=None, mode='loss'):
-        return dict(loss=self.fc(inputs).pow(2).mean(),
-                    stat=inputs.sum().detach())
-
-
-class _TinyEager(EagerUpdateTrainStepMixin, _Tiny):
-    pass
-
-
-def test_the_mixin_step_is_mmengines_step():
-    """Same parameters and log variables after 3 steps as BaseModel's."""
+    from tests._configs import TINY_PMSN, write_config
+    init_default_scope('mmpretrain')
+    cfg = Config.fromfile(write_config(tmp_path, TINY_PMSN))
     torch.manual_seed(0)
-    ours = _TinyEager()
-    theirs = _Tiny()
+    model = MODELS.build(cfg.model)
+    model.init_weights()
+    return model
+
+
+def test_pmsns_step_is_mmengines_step(tmp_path):
+    """PMSN.train_step (the update run eagerly) gives the same parameters
+    and log variables after 3 steps as mmengine's BaseModel.train_step."""
+    MessageHub.get_current_instance().update_info('max_iters', 10)
+    ours = _tiny_pmsn(tmp_path)
+    theirs = _tiny_pmsn(tmp_path)
     theirs.load_state_dict(ours.state_dict())
     wrappers = [OptimWrapper(torch.optim.SGD(m.parameters(), lr=0.1,
                                              momentum=0.9))
                 for m in (ours, theirs)]
     for step in range(3):
-        batch = dict(inputs=torch.randn(4, 3, generator=torch.Generator()
-                                        .manual_seed(step)))
+        gen = torch.Generator().manual_seed(step)
+        batch = dict(inputs=torch.randint(0, 256, (4, 1, 20, 20),
+                                          dtype=torch.uint8, generator=gen))
+        torch.manual_seed(step)
         log_ours = ours.train_step(copy.deepcopy(batch), wrappers[0])
+        torch.manual_seed(step)
         log_theirs = BaseModel.train_step(theirs, copy.deepcopy(batch),
                                           wrappers[1])
+        ours.update_target()
+        theirs.update_target()
         assert log_ours.keys() == log_theirs.keys()
         for key in log_ours:
             torch.testing.assert_close(log_ours[key], log_theirs[key],

@@ -101,7 +101,7 @@ def test_before_train_rejects_non_prototype_model(tmp_path):
     model.head = nn.Linear(2, 2)
     with pytest.raises(AttributeError,
                        match='PrototypeUsageHook needs a prototype model '
-                       'whose head records its step statistics'):
+                       'whose head gives its step statistics'):
         PrototypeUsageHook().before_train(_runner(tmp_path, model))
 
 

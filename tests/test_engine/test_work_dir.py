@@ -109,7 +109,8 @@ def test_fresh_run_into_a_dir_with_checkpoints_is_refused(tmp_path):
         '(best_acc.pth, iter_2.pth, iter_4.pth, last_checkpoint), which this '
         f'run would overwrite. Pass --resume to continue from {work}/'
         'iter_4.pth; pass --overwrite to replace them and start from '
-        'iteration 0; or choose another --work-dir.')
+        'iteration 0 (--cfg-options overwrite_work_dir=True under another '
+        'tool); or choose another --work-dir.')
     # load_from (fine-tuning) would overwrite them too
     with pytest.raises(FileExistsError):
         prepare_work_dir(_cfg(work, load_from='pretrained.pth'))

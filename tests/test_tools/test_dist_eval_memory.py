@@ -29,10 +29,10 @@ from torch import nn
 
 from pmsn_mm.datasets.sample_data import make_sample_data
 from pmsn_mm.engine.model_wrappers import DeviceAwareDistributedDataParallel
+from pmsn_mm.engine.runners.pmsn_runner import distributed_wrapper
 from tests._config_runs import save_backbone_checkpoint, shrink
 from tests._configs import CONFIGS, REPO
 from tests._dist import free_port
-from tests._tools import load_tool
 
 pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
@@ -168,21 +168,21 @@ def test_a_frozen_model_is_left_out_of_ddp():
 
 
 def test_distributed_testing_uses_the_wrapper_that_takes_frozen_models():
-    """tools/test.py picks DeviceAwareDistributedDataParallel for any
+    """PMSNRunner picks DeviceAwareDistributedDataParallel for any
     distributed launch (with CUDA too, where mmengine's default DDP wrapper
     would refuse the frozen benchmark encoder); a config's own wrapper and
     single-process runs are left alone."""
-    tool = load_tool('tools/test.py')
-    cfg = Config(dict(model=dict(type='X')))
-    tool.wrap_frozen_models(cfg, 'none')
+    cfg = Config(dict(model=dict(type='X'), launcher='none'))
+    distributed_wrapper(cfg)
     assert cfg.get('model_wrapper_cfg') is None
     for launcher in ('pytorch', 'slurm'):
-        cfg = Config(dict(model=dict(type='X')))
-        tool.wrap_frozen_models(cfg, launcher)
+        cfg = Config(dict(model=dict(type='X'), launcher=launcher))
+        distributed_wrapper(cfg)
         assert cfg.model_wrapper_cfg == dict(
             type='DeviceAwareDistributedDataParallel',
-            broadcast_buffers=False)
+            broadcast_buffers=False, find_unused_parameters=False)
     own = dict(type='MMFullyShardedDataParallel')
-    cfg = Config(dict(model=dict(type='X'), model_wrapper_cfg=own))
-    tool.wrap_frozen_models(cfg, 'pytorch')
+    cfg = Config(dict(model=dict(type='X'), model_wrapper_cfg=own,
+                      launcher='pytorch'))
+    distributed_wrapper(cfg)
     assert cfg.model_wrapper_cfg == own

@@ -6,6 +6,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
+from pmsn_mm.engine.runners.pmsn_runner import device_aware_amp
 from tests._configs import REPO, write_config
 
 
@@ -45,13 +46,19 @@ def test_train_auto_resume_and_default_work_dir(tmp_path):
 
 
 def test_amp_flag_selects_the_device_aware_wrapper(tmp_path):
-    """--amp: mmengine's AmpOptimWrapper on a GPU, bf16 autocast on the CPU
-    (DeviceAwareAmpOptimWrapper is both), no longer refused on the CPU."""
+    """--amp sets mmengine's AmpOptimWrapper, as mmpretrain's --amp does;
+    PMSNRunner runs it as DeviceAwareAmpOptimWrapper (mmengine's wrapper on
+    a GPU, bf16 autocast on the CPU), so any tool's --amp gives one run."""
     cfg_path = write_config(tmp_path)
     cfg = train.merge_args(
         Config.fromfile(cfg_path), train.parse_args([cfg_path, '--amp']))
+    assert cfg.optim_wrapper.type == 'AmpOptimWrapper'
+    assert cfg.optim_wrapper.loss_scale == 'dynamic'
+    assert device_aware_amp(cfg).startswith(
+        'optim_wrapper AmpOptimWrapper runs as DeviceAwareAmpOptimWrapper')
     assert cfg.optim_wrapper.type == 'DeviceAwareAmpOptimWrapper'
     assert cfg.optim_wrapper.loss_scale == 'dynamic'
+    assert device_aware_amp(cfg) is None  # once only
 
 
 def test_amp_flag_refuses_other_wrappers(tmp_path):
@@ -68,7 +75,9 @@ def test_amp_optim_wrapper_falls_back_to_bf16_on_cpu(tmp_path):
     cfg_path = write_config(tmp_path)
     cfg = train.merge_args(Config.fromfile(cfg_path), train.parse_args(
         [cfg_path, '--cfg-options', 'optim_wrapper.type=AmpOptimWrapper']))
+    note = device_aware_amp(cfg)
     assert cfg.optim_wrapper.type == 'DeviceAwareAmpOptimWrapper'
+    assert note.endswith('(no CUDA device: bfloat16 autocast on the CPU).')
 
 
 def test_test_tool_flags(tmp_path):

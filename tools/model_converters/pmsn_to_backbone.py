@@ -29,37 +29,20 @@ import argparse
 import io
 import os
 import os.path as osp
-import re
 from collections import OrderedDict
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Union
 
 import torch
+
+# the key map shared with the MSN converters (kept importable from here)
+from pmsn_mm.apis.vit_keys import TIMM_RULES  # noqa: F401
+from pmsn_mm.apis.vit_keys import mmpretrain_vit_to_timm
 
 #: Key prefix of the online encoder in PMSN/MSN (and any mmpretrain) models.
 ONLINE_PREFIX = 'backbone.'
 #: Key prefix of the EMA target backbone: ``target_net`` is mmengine's
 #: ``ExponentialMovingAverage`` around ``Sequential(backbone, neck)``.
 TARGET_PREFIX = 'target_net.module.0.'
-
-#: mmpretrain ``VisionTransformer`` -> timm ``VisionTransformer`` key rules
-#: (mmpretrain/models/backbones/vision_transformer.py,
-#: timm/models/vision_transformer.py).
-TIMM_RULES: Tuple[Tuple[str, str], ...] = (
-    (r'^(cls_token|pos_embed)$', r'\1'),
-    (r'^patch_embed\.projection\.(weight|bias)$', r'patch_embed.proj.\1'),
-    (r'^pre_norm\.(weight|bias)$', r'norm_pre.\1'),
-    (r'^layers\.(\d+)\.ln1\.(weight|bias)$', r'blocks.\1.norm1.\2'),
-    (r'^layers\.(\d+)\.attn\.qkv\.(weight|bias)$', r'blocks.\1.attn.qkv.\2'),
-    (r'^layers\.(\d+)\.attn\.proj\.(weight|bias)$', r'blocks.\1.attn.proj.\2'),
-    (r'^layers\.(\d+)\.attn\.gamma1\.weight$', r'blocks.\1.ls1.gamma'),
-    (r'^layers\.(\d+)\.ln2\.(weight|bias)$', r'blocks.\1.norm2.\2'),
-    (r'^layers\.(\d+)\.ffn\.layers\.0\.0\.(weight|bias)$',
-     r'blocks.\1.mlp.fc1.\2'),
-    (r'^layers\.(\d+)\.ffn\.layers\.1\.(weight|bias)$',
-     r'blocks.\1.mlp.fc2.\2'),
-    (r'^layers\.(\d+)\.ffn\.gamma2\.weight$', r'blocks.\1.ls2.gamma'),
-    (r'^ln1\.(weight|bias)$', r'norm.\1'),
-)
 
 
 def load_checkpoint(path: str) -> Any:
@@ -119,33 +102,6 @@ def extract_backbone(state_dict: Dict[str, torch.Tensor],
                          f'top-level names {tops}. Is it a PMSN/MSN '
                          'checkpoint (drop --target for models without an EMA '
                          'target)?')
-    return out
-
-
-def mmpretrain_vit_to_timm(
-        state_dict: Dict[str, torch.Tensor]
-) -> 'OrderedDict[str, torch.Tensor]':
-    """Rename mmpretrain ``VisionTransformer`` keys to timm's.
-
-    Args:
-        state_dict: Bare mmpretrain ViT state dict (no ``backbone.``).
-
-    Returns:
-        State dict with timm ``VisionTransformer`` keys, same tensors.
-    """
-    out, unknown = OrderedDict(), []
-    for key, value in state_dict.items():
-        for pattern, repl in TIMM_RULES:
-            if re.match(pattern, key):
-                out[re.sub(pattern, repl, key)] = value
-                break
-        else:
-            unknown.append(key)
-    if unknown:
-        raise ValueError(
-            'timm export supports mmpretrain VisionTransformer weights '
-            "(out_type='cls_token'); these keys have no timm name: "
-            f'{unknown[:8]}{" ..." if len(unknown) > 8 else ""}')
     return out
 
 

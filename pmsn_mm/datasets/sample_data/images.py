@@ -17,7 +17,7 @@ correct loader returns for such a file, computed with PIL alone.
 import io
 import os
 import os.path as osp
-from typing import Tuple
+from typing import Tuple, cast
 
 import cv2
 import numpy as np
@@ -50,7 +50,9 @@ def class_image(label: int, num_classes: int, height: int, width: int,
     """
     hue = (label % num_classes) / num_classes
     angle = np.pi * ((label * 7) % num_classes) / num_classes
-    hsv = np.uint8([[[int(hue * 179), 170, 210]]])
+    # numpy's stubs type np.uint8(a nested list) a scalar, not an array
+    hsv = cast(np.ndarray, np.uint8(
+        [[[int(hue * 179), 170, 210]]]))  # type: ignore[arg-type]  # stubs
     colour = cv2.cvtColor(hsv, cv2.COLOR_HSV2RGB)[0, 0].astype(np.float32)
     yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
     period = rng.uniform(6.0, 14.0) * max(height, width) / 64
@@ -140,7 +142,7 @@ def expected_rgb(path: str) -> np.ndarray:
         uint8 array of shape (H, W, 3).
     """
     with open(path, 'rb') as f:
-        image = Image.open(io.BytesIO(f.read()))
+        image: Image.Image = Image.open(io.BytesIO(f.read()))
         image = ImageOps.exif_transpose(image)
     if image.mode.startswith('I;16') or image.mode == 'I':
         grey = (np.asarray(image).astype(np.uint32) >> 8).astype(np.uint8)

@@ -13,7 +13,7 @@ import json
 import os
 import os.path as osp
 import pickle
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Sequence, Tuple, cast
 
 import numpy as np
 from tqdm import tqdm
@@ -289,7 +289,7 @@ def write_clevr(root: str, rng: np.random.Generator,
     """
     depths = (7.5, 8.3, 8.8, 9.3, 9.8, 12.0)  # one per CLEVR/Dist bin
     for split, per_count in (('train', 2), ('val', 1)):
-        scenes = []
+        scenes: List[dict] = []
         for count in range(3, 11):
             for k in range(per_count):
                 index = len(scenes)
@@ -332,9 +332,9 @@ def write_kitti(root: str, rng: np.random.Generator,
         label = i % len(nearest)
         lines = [_kitti_line('Pedestrian', rng.uniform(3, 30), rng)]
         if nearest[label] is not None:
-            lines.append(_kitti_line('Car', nearest[label], rng))
+            lines.append(_kitti_line('Car', cast(float, nearest[label]), rng))
             lines.append(_kitti_line(KITTI_TYPES[1 + i % 2],
-                                     nearest[label] + 10.0, rng))
+                                     cast(float, nearest[label]) + 10.0, rng))
         lines.append('DontCare -1 -1 -10 503.89 169.71 590.61 190.13 -1 -1 '
                      '-1 -1000 -1000 -1000 -10')
         _write_lines(osp.join(root, 'training', 'label_2', f'{i:06d}.txt'),

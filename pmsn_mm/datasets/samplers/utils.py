@@ -1,7 +1,8 @@
-"""Label extraction and small helpers shared by the class-aware samplers.
+"""Helpers shared by the class-aware samplers: images grouped by class
+(:func:`group_by_class`) and a seeded numpy generator (:func:`make_rng`).
 
-Labels are read from annotations only; a sample is never loaded
-(``dataset[i]`` would decode an image).
+The samplers take labels from the dataset's annotations (``get_gt_labels``),
+never by loading a sample (``dataset[i]`` would decode an image).
 """
 from typing import Tuple
 

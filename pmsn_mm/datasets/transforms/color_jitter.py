@@ -59,8 +59,8 @@ def adjust_hue(img: np.ndarray,
         rgb = Image.fromarray(np.ascontiguousarray(img[..., ::-1]), 'RGB')
         h, s, v = rgb.convert('HSV').split()
         hue = ((np.asarray(h, dtype=np.int16) + shift) % 256).astype(np.uint8)
-        hsv = Image.merge('HSV', (Image.fromarray(hue, 'L'), s, v))
-        return np.asarray(hsv.convert('RGB'))[..., ::-1].copy()
+        merged = Image.merge('HSV', (Image.fromarray(hue, 'L'), s, v))
+        return np.asarray(merged.convert('RGB'))[..., ::-1].copy()
     hsv = cv2.cvtColor(img, cv2.COLOR_BGR2HSV_FULL)
     hsv[..., 0] = (hsv[..., 0].astype(np.int16) + shift) % 256
     return cv2.cvtColor(hsv, cv2.COLOR_HSV2BGR_FULL)

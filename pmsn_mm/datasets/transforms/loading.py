@@ -25,7 +25,8 @@ from mmengine import fileio
 from mmpretrain.registry import TRANSFORMS
 from PIL import Image
 
-from ...utils.view_groups import check_view_groups, smallest_crops
+from ...models.data_preprocessors.views import (check_view_groups,
+                                                smallest_crops)
 
 
 class ImageReadError(RuntimeError):
@@ -174,9 +175,10 @@ class LoadImageForViews(CheckedLoadImageFromFile):
 
     Args:
         views: The ``BatchAugmentPreprocessor`` view groups, checked as it
-            checks them (:func:`pmsn_mm.utils.view_groups.check_view_groups`;
-            ``scale``, ``ratio``, ``size`` are read; a group without
-            ``size`` forbids any reduction). None: never reduce.
+            checks them (``check_view_groups`` of
+            :mod:`pmsn_mm.models.data_preprocessors.views`; ``scale``,
+            ``ratio``, ``size`` are read; a group without ``size`` forbids
+            any reduction). None: never reduce.
         **kwargs: :class:`CheckedLoadImageFromFile` arguments.
     """
 

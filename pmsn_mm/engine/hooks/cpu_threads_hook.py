@@ -1,5 +1,5 @@
 """Threads of a CPU run: its fair share of a machine other processes use."""
-from typing import Optional, Union
+from typing import Optional, Union, cast
 
 import torch
 from mmengine.hooks import Hook
@@ -73,7 +73,7 @@ class CPUThreadsHook(Hook):
                 f'cores ({setting} set in the environment: kept).')
             return
         if self.threads != 'auto':
-            torch.set_num_threads(self.threads)
+            torch.set_num_threads(cast(int, self.threads))  # checked
             runner.logger.info(
                 f'CPU threads: {self.threads} of {self.cores} cores '
                 '(default_hooks.cpu_threads.threads).')

@@ -62,7 +62,7 @@ class HostCopyHook(Hook):
         self.counter.mark_device(runner.model, runner.optim_wrapper)
         loader = (runner.cfg.get('train_dataloader') or {}) if hasattr(
             runner, 'cfg') else {}
-        self._pinned: Optional[bool] = None if torch.device(
+        self._pinned = None if torch.device(
             device).type == 'cuda' else bool(loader.get('pin_memory'))
         self.iters = []
         self._handles = [
@@ -77,6 +77,7 @@ class HostCopyHook(Hook):
             self.counter.current = phase
 
     def _record(self) -> None:
+        assert self.counter is not None  # the callers return without one
         if self._started:
             self.iters.append({
                 phase: dict(blocking=c['blocking'], batch=c['batch'],

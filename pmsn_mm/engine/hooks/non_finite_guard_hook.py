@@ -178,11 +178,11 @@ class NonFiniteGuardHook(Hook):
         bits = torch.pow(2, torch.arange(2 * num, device=local.device))
         code = int((torch.cat([local, flags]).long() * bits).sum().item())
         local_bad = [bool(code >> i & 1) for i in range(num - 1)]
-        flags = [bool(code >> (num + i) & 1) for i in range(num)]
-        if not any(flags):
+        global_bad = [bool(code >> (num + i) & 1) for i in range(num)]
+        if not any(global_bad):
             return
-        dropped = bool(flags[-1])
-        bad = [key for key, flag in zip(terms, flags[:-1]) if flag]
+        dropped = bool(global_bad[-1])
+        bad = [key for key, flag in zip(terms, global_bad[:-1]) if flag]
         what = ', '.join(
             (f'{key}={terms[key].item()}' if terms[key].numel() == 1 else
              f'{key} (non-finite entries)') if is_bad else

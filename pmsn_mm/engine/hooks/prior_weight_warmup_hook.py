@@ -1,5 +1,5 @@
 """Warm the prior term's weight lambda up linearly (PMSN)."""
-from typing import Optional
+from typing import Optional, cast
 
 from mmengine.hooks import Hook
 from mmpretrain.registry import HOOKS
@@ -10,7 +10,8 @@ from pmsn_mm.utils.validation import check_int, check_number
 
 @HOOKS.register_module()
 class PriorWeightWarmupHook(Hook):
-    """Raise ``lambda`` of paper eq. (msn_prior) linearly from
+    """Raise ``lambda`` of Assran et al., ICLR 2023, arXiv:2210.07277,
+    eq. (9) linearly from
     ``start_weight`` to the loss's configured ``prior_weight`` over the first
     ``warmup_iters`` iterations (or ``warmup_ratio`` of the run), then keep
     it.
@@ -76,8 +77,9 @@ class PriorWeightWarmupHook(Hook):
         Returns:
             The weight.
         """
-        frac = min(1.0, iteration / self.warmup_iters)
-        return self.start_weight + (self.end_weight -
+        # both set by before_train at the latest
+        frac = min(1.0, iteration / cast(int, self.warmup_iters))
+        return self.start_weight + (cast(float, self.end_weight) -
                                     self.start_weight) * frac
 
     def before_train_iter(self,

@@ -1,7 +1,8 @@
 """Follow the argmax prototypes of fixed labelled images during training."""
 import json
 import os.path as osp
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (TYPE_CHECKING, Any, Dict, List, Mapping, Optional,
+                    Sequence, Sized, Tuple, Union, cast)
 
 import numpy as np
 import torch
@@ -18,11 +19,17 @@ from pmsn_mm.evaluation.functional.prior_diagnostics import (
     assignment_stats, collapse_indicator)
 from pmsn_mm.utils.validation import check_int
 
+if TYPE_CHECKING:
+    from mmengine.model import BaseModel
+
+    from pmsn_mm.models.heads import BasePrototypeHead
+    from pmsn_mm.models.selfsup.prototype_embed import PrototypeEmbedMixin
+
 PREFIX = 'prototype_assignment/'
 
 
 @torch.no_grad()
-def labelled_inputs(model: nn.Module,
+def labelled_inputs(model: 'BaseModel',
                     dataset: Dataset,
                     labels: Optional[Mapping[str, str]] = None,
                     num_samples: Optional[int] = None,
@@ -50,7 +57,7 @@ def labelled_inputs(model: nn.Module,
         (N,)}``.
     """
     if num_samples is not None:
-        check_int('num_samples', num_samples, 1, len(dataset))
+        check_int('num_samples', num_samples, 1, len(cast(Sized, dataset)))
         dataset = Subset(dataset, range(num_samples))
     # a generator of its own: the loader's seed draw leaves the global RNG
     # (and so the training run) untouched
@@ -58,6 +65,8 @@ def labelled_inputs(model: nn.Module,
                         collate_fn=default_collate,
                         generator=torch.Generator())
     labels = dict(labels or {})
+    inputs: List[Tensor]
+    values: Dict[str, List[int]]
     inputs, values = [], {name: [] for name in labels}
     for batch in loader:
         x = model.data_preprocessor(batch, False)['inputs']
@@ -91,7 +100,8 @@ def embed_inputs(model: nn.Module,
     """
     target = target and hasattr(model, 'target_net')
     outs = [
-        model.embed(inputs[s:s + batch_size], target=target, stages=stages)
+        cast('PrototypeEmbedMixin', model).embed(
+            inputs[s:s + batch_size], target=target, stages=stages)
         for s in range(0, len(inputs), batch_size)
     ]
     return {k: torch.cat([o[k] for o in outs]).float().cpu() for k in stages}
@@ -217,15 +227,16 @@ class PrototypeAssignmentHook(Hook):
         """
         was_training = model.training
         model.eval()
-        online = embed_inputs(model, self._inputs, ('neck', 'probs'))
-        target = embed_inputs(model, self._inputs, ('probs', ),
+        inputs = cast(Tensor, self._inputs)  # set by before_train
+        online = embed_inputs(model, inputs, ('neck', 'probs'))
+        target = embed_inputs(model, inputs, ('probs', ),
                               target=True)['probs']
         model.train(was_training)
-        prior = model.head.prior
+        prior = cast('BasePrototypeHead', model.head).prior
         on = assignment_stats(online['probs'], prior.probs,
                               self._label_values)
         tg = assignment_stats(target, prior.probs, self._label_values)
-        point = dict(iter=iteration)
+        point: Dict[str, object] = dict(iter=iteration)
         for name in self._label_values:
             point[f'nmi_{name}'] = on[f'nmi_{name}']
             point[f'target_nmi_{name}'] = tg[f'nmi_{name}']
@@ -241,7 +252,8 @@ class PrototypeAssignmentHook(Hook):
             num_used_target=tg['num_used'],
             collapse_indicator=collapse_indicator(online['neck']))
         if getattr(prior, 'tau', None) is not None:
-            point['prior_tau'] = float(prior.tau)
+            # power-law priors: a float or a Tensor buffer
+            point['prior_tau'] = float(cast(Any, prior).tau)
         return point
 
     def _record(self, runner, iteration: int) -> None:

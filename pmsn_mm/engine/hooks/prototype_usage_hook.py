@@ -2,18 +2,21 @@
 import json
 import os
 import os.path as osp
-from typing import Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional, cast
 
 import torch
 from mmengine.dist import is_main_process
 from mmengine.hooks import Hook
 from mmpretrain.registry import HOOKS
 from mmpretrain.utils import get_ori_model
-from torch import Tensor, nn
+from torch import Tensor
 
 from pmsn_mm.evaluation.functional.prior_diagnostics import (
     prior_diagnostics, sorted_probabilities)
 from pmsn_mm.utils.validation import check_int
+
+if TYPE_CHECKING:
+    from pmsn_mm.models.heads import BasePrototypeHead
 
 PREFIX = 'prototype_usage/'
 
@@ -23,7 +26,8 @@ class PrototypeUsageHook(Hook):
     """Prior diagnostics of a prototype model (PMSN/MSN) during training.
 
     After every training iteration the hook reads the statistics of that
-    step from the head (``head.step_usage``, see ``PMSNHead``): the loss's
+    step from the head (``head.step_statistics()``, a
+    :class:`~pmsn_mm.models.losses.PrototypeStepStats`): the loss's
     p̄ -- the mean anchor prototype probability over all anchor views of
     the global batch, the quantity the KL term matches to the prior -- and
     the set of prototypes that are the argmax of some target. No second
@@ -72,16 +76,17 @@ class PrototypeUsageHook(Hook):
         self._window_used: Optional[Tensor] = None
 
     @staticmethod
-    def _head(runner) -> nn.Module:
+    def _head(runner) -> 'BasePrototypeHead':
         model = get_ori_model(runner.model)
         head = getattr(model, 'head', None)
-        if not (hasattr(head, 'step_usage') and hasattr(head, 'prior')):
+        if not (hasattr(head, 'step_statistics') and hasattr(head, 'prior')):
             raise AttributeError(
                 'PrototypeUsageHook needs a prototype model whose head '
-                'records its step statistics (step_usage) and owns a prior, '
+                'gives its step statistics (step_statistics()) and owns a '
+                'prior, '
                 f'such as PMSN with PMSNHead; {type(model).__name__} with '
                 f'{type(head).__name__} has not.')
-        return head
+        return cast('BasePrototypeHead', head)  # or one alike
 
     def before_train(self, runner) -> None:
         self._head(runner)
@@ -97,6 +102,7 @@ class PrototypeUsageHook(Hook):
             self._window_used = torch.zeros_like(mean_probs, dtype=torch.bool)
         self._prob_sum += mean_probs
         self._count += 1
+        assert self._window_used is not None  # set with _prob_sum
         self._window_used |= used.to(self._window_used.device)
 
     # ------------------------------------------------------------ logging
@@ -125,6 +131,7 @@ class PrototypeUsageHook(Hook):
         if self._prob_sum is None:
             return {}
         mean_probs = (self._prob_sum / self._count).cpu()
+        assert self._window_used is not None  # set with _prob_sum
         window_used = self._window_used.cpu()
         used = window_used if self._used is None else (self._used
                                                        | window_used)
@@ -164,9 +171,9 @@ class PrototypeUsageHook(Hook):
                          batch_idx: int,
                          data_batch: Optional[dict] = None,
                          outputs: Optional[dict] = None) -> None:
-        stats = self._head(runner).step_usage
-        if stats:
-            self.accumulate(stats['mean_probs'], stats['prototypes_used'])
+        stats = self._head(runner).step_statistics()
+        if stats is not None and stats.mean_probs is not None:
+            self.accumulate(stats.mean_probs, stats.prototypes_used)
         if self.every_n_train_iters(runner, self.interval):
             self.log(runner)
 

@@ -1,24 +1,25 @@
 """``--overwrite`` without losing the earlier run before the new one works.
 
-``tools/train.py CONFIG --overwrite`` into a work dir holding checkpoints
+A run with ``overwrite_work_dir=True`` (``tools/train.py CONFIG
+--overwrite``) into a work dir holding checkpoints: ``PMSNRunner.train``
 creates this hook from the plan of
-:func:`pmsn_mm.engine.work_dir.prepare_work_dir` before it builds the
-runner. Nothing is moved while the runner builds the model,
+:func:`pmsn_mm.engine.work_dir.prepare_work_dir`. Nothing is moved while
+the runner builds the model,
 the datasets, the optimizer and the schedulers: ``before_train`` (which
 mmengine calls after all of that, after ``load_from`` was read, and here
 after every other hook's ``before_train``) moves the files into
 ``<work_dir>/overwritten_<timestamp>/``. The folder is deleted as soon as
 the new run has written a checkpoint; if the run raises before, or ends
 without writing one, :meth:`WorkDirOverwriteHook.restore` puts the files
-back unchanged (``tools/train.py`` calls it on any exception). The earlier
-run's config dump, which mmengine rewrites while building the runner, is
-kept in memory from the start and goes with the checkpoints. After a
+back unchanged (``PMSNRunner.train`` calls it on any exception). The
+earlier run's config dump, which mmengine rewrites while building the
+runner, is read before (``dump``) and goes with the checkpoints. After a
 ``kill -9`` in between, the folder stays and the next run in that work dir
 says where it is.
 """
 import os
 import os.path as osp
-from typing import Optional
+from typing import List, Optional, cast
 
 from mmengine.dist import is_main_process
 from mmengine.hooks import Hook
@@ -46,20 +47,24 @@ class WorkDirOverwriteHook(Hook):
         work_dir: The run's work dir.
         plan: What ``prepare_work_dir`` decided (``replace``: file names
             to replace; ``config_dump``: the earlier config dump's name).
+        dump: The earlier config dump's bytes, read before the runner
+            rewrote it (None: read the file now).
     """
 
     # after every other hook: files move only when all else has started,
     # and a checkpoint saved by CheckpointHook in this iteration is seen
     priority = 'LOWEST'
 
-    def __init__(self, work_dir: str, plan: WorkDirPlan) -> None:
+    def __init__(self, work_dir: str, plan: WorkDirPlan,
+                 dump: Optional[bytes] = None) -> None:
         self.work_dir = work_dir
         self.names = list(plan.replace)
         self.folder: Optional[str] = None
         self.dump_name = plan.config_dump if self.names else None
         self.dump: Optional[bytes] = None
         if self.dump_name is not None:
-            self.dump = _read(osp.join(work_dir, self.dump_name))
+            self.dump = dump if dump is not None else _read(
+                osp.join(work_dir, self.dump_name))
 
     def before_train(self, runner) -> None:
         """Move the earlier run's files aside (everything is built now)."""
@@ -67,9 +72,9 @@ class WorkDirOverwriteHook(Hook):
             return
         self.folder = move_aside(self.work_dir, self.names, runner.timestamp)
         moved = list(self.names)
-        if self.dump is not None:
-            atomic_write_bytes(self.dump, osp.join(self.folder,
-                                                   self.dump_name))
+        if self.dump is not None:  # then dump_name is not None
+            atomic_write_bytes(self.dump, osp.join(
+                self.folder, cast(str, self.dump_name)))
             moved.append(f'its config {self.dump_name}')
         runner.logger.info(
             f'--overwrite: moved {", ".join(moved)} of the earlier run to '
@@ -109,22 +114,23 @@ class WorkDirOverwriteHook(Hook):
         saved a checkpoint, or before its runner was even built)."""
         if not is_main_process():
             return
-        restored = []
+        restored: List[str] = []
+        # ``dump_name`` is not None while ``dump`` is not None
         if self.folder is not None:
             dump = osp.join(self.folder, self.dump_name or '')
             if self.dump is not None and osp.isfile(dump):
                 # the new run's dump stands where the earlier one goes back
-                atomic_write_bytes(self.dump,
-                                   osp.join(self.work_dir, self.dump_name))
-                restored.append(self.dump_name)
+                atomic_write_bytes(self.dump, osp.join(
+                    self.work_dir, cast(str, self.dump_name)))
+                restored.append(cast(str, self.dump_name))
                 os.remove(dump)
             restored = restore_moved(self.work_dir, self.folder) + restored
             self.folder = None
         elif self.dump is not None:
-            path = osp.join(self.work_dir, self.dump_name)
+            path = osp.join(self.work_dir, cast(str, self.dump_name))
             if _read(path) != self.dump:
                 atomic_write_bytes(self.dump, path)
-                restored.append(self.dump_name)
+                restored.append(cast(str, self.dump_name))
         self.dump = None
         if restored:
             print_log(

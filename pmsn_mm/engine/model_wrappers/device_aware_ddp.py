@@ -1,6 +1,6 @@
 """DDP wrapper that also works for CPU-only (gloo) training."""
 import warnings
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, cast
 
 import torch.nn as nn
 from mmengine.logging import print_log
@@ -55,7 +55,9 @@ class DeviceAwareDistributedDataParallel(MMDistributedDataParallel):
                 logger='current')
         if not any(p.requires_grad for p in module.parameters()):
             # nn.Module's init only: no DDP (reducer, state broadcast)
-            super(nn.parallel.DistributedDataParallel, self).__init__()
+            # (mypy sees the mmengine base, untyped, not its DDP base)
+            super(nn.parallel.DistributedDataParallel,
+                  cast(nn.parallel.DistributedDataParallel, self)).__init__()
             self.module = module
             return
         with warnings.catch_warnings():

@@ -1,7 +1,7 @@
 """mmengine's default optimizer-wrapper constructor with one param group per
 distinct setting and the fused/foreach AdamW kernel."""
 import inspect
-from typing import List, Optional
+from typing import List, Optional, cast
 
 import torch.nn as nn
 from mmengine.logging import print_log
@@ -84,7 +84,7 @@ class CoalescedOptimWrapperConstructor(DefaultOptimWrapperConstructor):
             The optimizer wrapper.
         """
         if hasattr(model, 'module'):
-            model = model.module
+            model = cast(nn.Module, model.module)
         wrapper_cfg = self.optim_wrapper_cfg.copy()
         wrapper_cfg.setdefault('type', 'OptimWrapper')
         optimizer_cfg = self.optimizer_cfg.copy()

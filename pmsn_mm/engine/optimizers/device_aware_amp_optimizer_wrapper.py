@@ -77,6 +77,9 @@ class DeviceAwareAmpOptimWrapper(AmpOptimWrapper):
             ``accumulative_counts``, ``clip_grad``).
     """
 
+    #: The autocast dtype (set by ``AmpOptimWrapper`` or, on the CPU, here).
+    cast_dtype: Optional[torch.dtype]
+
     def __init__(self,
                  loss_scale: Union[str, float, dict] = 'dynamic',
                  dtype: Optional[Union[str, torch.dtype]] = None,

@@ -1,5 +1,5 @@
 """``SyncFreeLARS``: mmpretrain's ``LARS`` update without host syncs."""
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, cast
 
 import torch
 from mmpretrain.engine.optimizers import LARS
@@ -55,7 +55,7 @@ class SyncFreeLARS(LARS):
             ]
             if not params:
                 continue
-            grads = [p.grad for p in params]
+            grads = cast(List[Tensor], [p.grad for p in params])
             if group.get('lars_exclude', False):
                 scales: List = [lr] * len(params)
             else:

@@ -1,4 +1,8 @@
-"""Loops (registered in mmpretrain's ``LOOPS``)."""
+"""Runners (``PMSNRunner``, registered in mmengine's ``RUNNERS``) and
+loops (registered in mmpretrain's ``LOOPS``)."""
 from .feature_loops import FeatureLoopMixin, FeatureTestLoop, FeatureValLoop
+from .pmsn_runner import PMSNRunner
 
-__all__ = ['FeatureLoopMixin', 'FeatureValLoop', 'FeatureTestLoop']
+__all__ = [
+    'FeatureLoopMixin', 'FeatureValLoop', 'FeatureTestLoop', 'PMSNRunner'
+]

@@ -1,6 +1,6 @@
 """Val and test loops on frozen features (kNN and logistic-regression
 evaluation of an encoder, during training or of any checkpoint)."""
-from typing import Dict, List, Sequence, Union
+from typing import Any, Dict, List, Union, cast
 
 import torch
 from mmengine.evaluator import Evaluator
@@ -29,6 +29,10 @@ class FeatureLoopMixin:
 
     #: ``'val'`` or ``'test'``: which hooks :meth:`run_iter` calls.
     mode: str = 'val'
+    # set by the mmengine loop this class is mixed into
+    runner: Any
+    evaluator: Evaluator
+    fp16: bool
 
     def __init__(self,
                  runner,
@@ -37,11 +41,12 @@ class FeatureLoopMixin:
                  fp16: bool = False,
                  stage: str = 'backbone') -> None:
         check_choice(f'{type(self).__name__} stage', stage, STAGES)
-        super().__init__(runner, dataloader, evaluator, fp16)
+        # the mmengine loop's ``__init__`` (after this class in the MRO)
+        cast(Any, super()).__init__(runner, dataloader, evaluator, fp16)
         self.stage = stage
 
     @torch.no_grad()
-    def run_iter(self, idx: int, data_batch: Sequence[dict]) -> None:
+    def run_iter(self, idx: int, data_batch: dict) -> None:
         """Features of one batch, passed to the evaluator.
 
         Args:

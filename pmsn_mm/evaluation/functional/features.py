@@ -1,7 +1,7 @@
 """Frozen features: of one packed batch (:func:`batch_features`, the one
 feature path of the kNN val loop, the analysis tools and the cached linear
 probe) and of a whole dataset (:func:`extract_features`)."""
-from typing import Any, Dict, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Sequence, Tuple, Union
 
 import torch
 from mmengine.dataset import default_collate
@@ -12,12 +12,15 @@ from tqdm import tqdm
 from pmsn_mm.models.utils.pooling import last_output, pooled
 from pmsn_mm.utils.validation import check_choice
 
+if TYPE_CHECKING:
+    from mmengine.model import BaseModel
+
 #: Where :func:`batch_features` reads the features (``'probs'``: prototype
 #: models only).
 STAGES = ('backbone', 'neck', 'probs')
 
 
-def batch_features(model: nn.Module, data: dict,
+def batch_features(model: 'BaseModel', data: dict,
                    stage: str = 'backbone') -> Tensor:
     """Features of a ``default_collate`` batch, shape (B, D).
 
@@ -112,6 +115,8 @@ def extract_features(
             shuffle=False,
             num_workers=num_workers,
             collate_fn=default_collate)
+    feats: List[Tensor]
+    labels: Dict[str, List[int]]
     feats, labels = [], {key: [] for key in label_keys}
     for batch in tqdm(data, desc=f'{stage} features', disable=not progress):
         feats.append(batch_features(model, batch, stage).float().cpu())
@@ -119,6 +124,7 @@ def extract_features(
             labels[key] += [
                 sample_label(s, key) for s in batch['data_samples']
             ]
-    feats = torch.cat(feats) if feats else torch.zeros(0)
-    return feats, {k: torch.tensor(v, dtype=torch.long)
-                   for k, v in labels.items()}
+    return torch.cat(feats) if feats else torch.zeros(0), {
+        k: torch.tensor(v, dtype=torch.long)
+        for k, v in labels.items()
+    }

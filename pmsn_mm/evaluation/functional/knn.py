@@ -1,7 +1,7 @@
 """Cosine k-nearest neighbours of frozen features: the weighted kNN
 classifier of the paper's kNN numbers and the neighbour agreement of Fig. 3.
 """
-from typing import Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -108,7 +108,7 @@ def knn_top1(train_feats: Tensor,
 
 def cosine_knn(feats: Tensor,
                k: int,
-               queries: Optional[Sequence[int]] = None,
+               queries: Optional[Union[Sequence[int], Tensor]] = None,
                exclude_self: bool = True,
                chunk_size: int = 1024) -> Tensor:
     """Indices of the k most cosine-similar samples of each query.
@@ -133,7 +133,8 @@ def cosine_knn(feats: Tensor,
 
 def neighbor_agreement(neighbors: Tensor,
                        labels: np.ndarray,
-                       queries: Optional[Sequence[int]] = None) -> float:
+                       queries: Optional[Union[Sequence[int],
+                                               np.ndarray]] = None) -> float:
     """Fraction of (query, neighbour) pairs that share the label.
 
     Args:

@@ -2,12 +2,13 @@
 
 Pure functions used by :class:`~pmsn_mm.engine.hooks.PrototypeUsageHook`:
 entropy and effective number of clusters of p̄, the KL divergence in both
-directions (``KL(p̄ ‖ prior)``, paper eq. (msn_prior), and ``KL(prior ‖ p̄)``,
-lightly's direction), the cumulative set of used prototypes; and the argmax
-usage and most probable samples of each prototype (the prototype gallery);
-the argmax assignments of labelled samples (:func:`assignment_stats`: NMI
-with each label, usage and p̄ against the prior, entropies) and a collapse
-indicator of embeddings. The log-log rank-vs-probability plot is
+directions (``KL(p̄ ‖ prior)``, Assran et al., ICLR 2023, arXiv:2210.07277,
+eq. (9), and ``KL(prior ‖ p̄)``, lightly's direction), the cumulative set of
+used prototypes; and the argmax usage and most probable samples of each
+prototype (the prototype gallery); the argmax assignments of labelled samples
+(:func:`assignment_stats`: NMI with each label, usage and p̄ against the
+prior, entropies) and a collapse indicator of embeddings. The log-log
+rank-vs-probability plot is
 :func:`pmsn_mm.visualization.plot_rank_probability`.
 """
 from typing import Dict, Mapping, Optional, Tuple

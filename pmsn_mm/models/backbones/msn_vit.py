@@ -1,6 +1,6 @@
 """Vision Transformer with MSN patch-drop (the anchor views' masking)."""
 from collections import OrderedDict
-from typing import Optional, Tuple
+from typing import Optional, Tuple, cast
 
 import numpy as np
 import torch
@@ -32,6 +32,10 @@ class MSNViT(VisionTransformer):
         **kwargs: Arguments of mmpretrain's ``VisionTransformer`` (``arch``,
             ``img_size``, ``patch_size``, ``out_type``, ...).
     """
+
+    #: The parent's dropout, then (``__init__``) a Sequential that ends
+    #: with ``patch_drop``.
+    drop_after_pos: nn.Module
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -72,7 +76,7 @@ class MSNViT(VisionTransformer):
             raise ValueError(
                 f'mask_ratio={mask_ratio} (patch-drop) cannot be used with '
                 "out_type='featmap'; use 'cls_token', 'avg_featmap' or 'raw'.")
-        patch_drop = self.drop_after_pos.patch_drop
+        patch_drop = cast(PatchDrop, self.drop_after_pos.patch_drop)
         patch_drop.mask_ratio, patch_drop.generator = mask_ratio, generator
         try:
             return super().forward(x)

@@ -1,6 +1,6 @@
 """A timm model as a backbone that returns its own pooled feature (the CLS
 token of a ViT), with MSN's patch-drop for token models."""
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple, cast
 
 import torch
 from mmpretrain.models.backbones.base_backbone import BaseBackbone
@@ -89,12 +89,13 @@ class PooledTIMMBackbone(BaseBackbone):
         super().__init__(init_cfg)
         self.model_name = model_name
         self.keep_spatial_dims = keep_spatial_dims
-        self.timm_model = timm.create_model(
+        # timm types it nn.Module; its model-specific attributes are untyped
+        self.timm_model: Any = cast(Any, timm.create_model(
             model_name,
             pretrained=pretrained,
             checkpoint_path=checkpoint_path,
             in_chans=in_channels,
-            **model_kwargs)
+            **model_kwargs))
         # drop the classifier, keep the model's pooling (global_pool=None)
         self.timm_model.reset_classifier(0)
         if pretrained or checkpoint_path:

@@ -1,16 +1,15 @@
 """Data pre-processor that draws the SSL views of a batch on the device."""
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from mmpretrain.models.utils import SelfSupDataPreprocessor
 from mmpretrain.registry import MODELS
 from torch import Tensor
 
-from ...utils.view_groups import check_view_groups
-from .batch_augment import (color_jitter, color_params, crop_corners,
-                            crop_resize, device_constant, gaussian_blur,
-                            random_grayscale, replicate_edges, solarize)
 from .batch_cast_preprocessor import cast_batch
+from .views import (AUGMENTS, ViewAugment, ViewDraws, check_view_groups,
+                    draw_width)
+from .views.crop import replicate_edges
 
 
 @MODELS.register_module()
@@ -22,15 +21,16 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
     ``PackInputs`` and the ``padded_collate`` of mixed sizes for real
     images; ``PackInputs`` alone for the in-memory toy set), and, in
     training, this pre-processor produces every view of the batch on the
-    model's device with
-    :mod:`~pmsn_mm.models.data_preprocessors.batch_augment`: per group,
-    random resized crops in each image's own coordinates (the
-    padding of a mixed-size batch never enters a crop), flip, colour
-    jitter (brightness, contrast, saturation, hue in a random order per
-    image), random grayscale, Gaussian blur, solarize, then normalisation.
-    Each image gets its own random parameters, with the distributions of
-    the per-sample transforms. In evaluation (``training=False``) it only
-    normalises, like its parent.
+    model's device: per view group, the augmentations of :attr:`augments`
+    (``views.AUGMENTS``) in their order (random resized crop in each
+    image's own coordinates, so the padding of a mixed-size batch never
+    enters a crop, and flip; colour jitter in a random order per image;
+    grayscale; Gaussian blur; solarize), then normalisation. Each image
+    gets its own random parameters, with the distributions of the
+    per-sample transforms. The
+    views are drawn in float32 whatever the autocast state (mmengine's
+    ``train_step`` runs the pre-processor inside ``--amp``'s autocast). In
+    evaluation (``training=False``) it only normalises, like its parent.
 
     Output in training: a list of tensors, one per view, group after group
     in the order of ``views`` (for PMSN: target, random views, focal
@@ -46,45 +46,29 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
 
     Args:
         views: View groups, each a dict of the settings of
-            :data:`pmsn_mm.utils.view_groups.VIEW_DEFAULTS`
-            (``num_views``, ``size``, ``scale``, ``ratio``, ``flip_prob``,
-            ``jitter_prob``, ``brightness``, ``contrast``, ``saturation``,
-            ``hue``, ``grayscale_prob``, ``blur_prob``, ``blur_sigma``,
-            ``solarize_prob``, ``solarize_threshold``). None: one group
-            made of the arguments below (the toy configs).
-        num_views: Views of the single group (when ``views`` is None).
-        size: Output side (None: the input side).
-        crop_scale: ``RandomResizedCrop`` area range.
-        crop_ratio: ``RandomResizedCrop`` aspect-ratio range.
-        flip_prob: Probability of a horizontal flip.
-        jitter_prob: Probability of colour jitter (``RandomApply``).
-        brightness: ``ColorJitter`` brightness strength.
-        contrast: ``ColorJitter`` contrast strength.
+            :data:`~pmsn_mm.models.data_preprocessors.views.VIEW_DEFAULTS`
+            (``num_views``; the crop's ``size``, ``scale``, ``ratio``,
+            ``flip_prob``; the jitter's ``jitter_prob``, ``brightness``,
+            ``contrast``, ``saturation``, ``hue``; ``grayscale_prob``;
+            ``blur_prob``, ``blur_sigma``; ``solarize_prob``,
+            ``solarize_threshold``), each checked by its augmentation.
         seed: Optional seed of a private generator (None: torch's global
             RNG, which mmengine seeds from ``randomness.seed``).
         **kwargs: ``SelfSupDataPreprocessor`` arguments (``mean``, ``std``,
             ``to_rgb``, ...).
     """
 
+    #: The augmentations, in order (a subclass may add its own).
+    augments: Tuple[ViewAugment, ...] = AUGMENTS
+
     def __init__(self,
-                 views: Optional[Sequence[dict]] = None,
-                 num_views: int = 2,
-                 size: Optional[int] = None,
-                 crop_scale: Sequence[float] = (0.5, 1.0),
-                 crop_ratio: Sequence[float] = (3. / 4., 4. / 3.),
-                 flip_prob: float = 0.5,
-                 jitter_prob: float = 0.8,
-                 brightness: float = 0.4,
-                 contrast: float = 0.4,
+                 views: Sequence[dict],
                  seed: Optional[int] = None,
                  **kwargs) -> None:
         super().__init__(**kwargs)
-        if views is None:
-            views = [dict(num_views=num_views, size=size, scale=crop_scale,
-                          ratio=crop_ratio, flip_prob=flip_prob,
-                          jitter_prob=jitter_prob, brightness=brightness,
-                          contrast=contrast)]
-        self.views: List[dict] = check_view_groups(views)
+        self.views: List[dict] = check_view_groups(views,
+                                                   augments=self.augments)
+        self._width = draw_width(self.augments)
         self.seed = seed
         self._generator: Optional[torch.Generator] = None
 
@@ -103,7 +87,9 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
 
     def augment_group(self, images: Tensor, heights: Tensor, widths: Tensor,
                       group: dict) -> List[Tensor]:
-        """The views of one group for every image.
+        """The views of one group for every image: each augmentation draws
+        what it needs, then one shared draw of uniforms, then each applies
+        itself (:mod:`~pmsn_mm.models.data_preprocessors.views.base`).
 
         Args:
             images: Float tensor of shape (B, C, H, W) in [0, 255], image
@@ -115,38 +101,23 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
         Returns:
             ``num_views`` tensors of shape (B, C, size, size) in [0, 255].
         """
-        num, _, height, width = images.shape
-        views, device = group['num_views'], images.device
-        gen = self._rng(device)
-        total = num * views  # view-major: view v of image i at v * num + i
-        corner, extent = crop_corners(torch.stack([widths, heights], 1),
-                                      views, group['scale'], group['ratio'],
-                                      generator=gen)
-        # per view, one draw: the jitter's 9 uniforms, the coins of flip,
-        # grayscale, blur and solarize, the blur's sigma
-        u = torch.rand(total, 14, generator=gen, device=device)
-        probs = tuple(group[k] for k in ('flip_prob', 'grayscale_prob',
-                                         'blur_prob', 'solarize_prob'))
-        coins = u[:, 9:13] < device_constant(('view coins', probs), device,
-                                             lambda: list(probs))
-        size = (group['size'] or height, group['size'] or width)
-        out = crop_resize(images, corner, extent, size, coins[:, 0])
-        if group['jitter_prob'] > 0 and any(
-                group[k] > 0
-                for k in ('brightness', 'contrast', 'saturation', 'hue')):
-            params = color_params(u[:, :9],
-                                  group['brightness'], group['contrast'],
-                                  group['saturation'], group['hue'],
-                                  group['jitter_prob'])
-            out = color_jitter(out, params)
-        if group['grayscale_prob'] > 0:
-            out = random_grayscale(out, coins[:, 1])
-        if group['blur_prob'] > 0:
-            low, high = group['blur_sigma']
-            out = gaussian_blur(out, u[:, 13] * (high - low) + low,
-                                coins[:, 2], high)
-        if group['solarize_prob'] > 0:
-            out = solarize(out, coins[:, 3], group['solarize_threshold'])
+        num = images.shape[0]
+        draws = ViewDraws(num=num, views=group['num_views'],
+                          device=images.device,
+                          generator=self._rng(images.device),
+                          heights=heights, widths=widths)
+        for augment in self.augments:
+            augment.draw(draws, group)
+        draws.uniforms = torch.rand(num * draws.views, self._width,
+                                    generator=draws.generator,
+                                    device=images.device)
+        draws.coin_probs = {augment.columns[0]: group[augment.coin_prob]
+                            for augment in self.augments
+                            if augment.coin_prob is not None}
+        out = images
+        for augment in self.augments:
+            if augment.enabled(group):
+                out = augment.apply(out, group, draws)
         return list(out.split(num))
 
     @staticmethod
@@ -174,7 +145,10 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
             some image is smaller than the batch tensor.
         """
         num, _, height, width = inputs.shape
-        shapes = [getattr(s, 'img_shape', None) for s in data_samples or []]
+        # ``(h, w)`` sequences (None: missing, replaced below)
+        shapes: List[Any] = [
+            getattr(s, 'img_shape', None) for s in data_samples or []
+        ]
         if len(shapes) != num or any(s is None for s in shapes):
             shapes = [(height, width)] * num
         sizes = [(int(s[0]), int(s[1])) for s in shapes]

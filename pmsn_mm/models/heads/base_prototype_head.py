@@ -9,6 +9,7 @@ from mmpretrain.registry import MODELS
 from torch import Tensor, nn
 
 from ...utils.validation import check_int
+from ..losses.step_stats import PrototypeStepStats
 from ..priors import BasePrior
 
 
@@ -73,10 +74,14 @@ class BasePrototypeHead(BaseModule):
     The head owns all state: the prototypes (initialised uniformly in
     ``±sqrt(1 / D)`` from the global torch RNG in ``__init__``, as official
     MSN, and as ``nn.Linear``'s default in SwAV) and the prior (built here
-    with the head's K). The loss is a function of tensors: it gets the
-    prior's probabilities, returns the loss terms and statistics and, when
-    asked, the step's global cluster usage, from which the head updates a
-    learned prior (``learns_from_usage``) after the step's loss.
+    with the head's K). The loss is a function of tensors: the head asks
+    the prior for its probabilities and its Sinkhorn marginal
+    (:meth:`~pmsn_mm.models.priors.BasePrior.sinkhorn_marginal`) and passes
+    them in; the loss returns its losses and a
+    :class:`~pmsn_mm.models.losses.PrototypeStepStats` (and, when asked,
+    the step's global cluster usage, from which :meth:`finish_step` updates
+    a learned prior, ``learns_from_usage``). Hooks read the last training
+    step's statistics through :meth:`step_statistics`.
 
     Prototypes should get no weight decay, as in MSN::
 
@@ -122,20 +127,43 @@ class BasePrototypeHead(BaseModule):
             torch.empty(self.num_prototypes, self.in_channels))
         bound = math.sqrt(1.0 / self.in_channels)
         nn.init.uniform_(self.prototypes, -bound, bound)
+        self._step_stats: Optional[PrototypeStepStats] = None
 
-    def learn_prior(self, usage: Optional[Tensor]) -> Dict[str, Tensor]:
-        """Update a learned prior with a step's usage; return its statistics.
+    def sinkhorn_marginal(self, dtype: torch.dtype) -> Optional[Tensor]:
+        """The prior's Sinkhorn marginal in ``dtype`` (None: uniform)."""
+        marginal = self.prior.sinkhorn_marginal()
+        return None if marginal is None else marginal.to(dtype)
+
+    def finish_step(self, losses: Dict[str, Tensor],
+                    stats: PrototypeStepStats,
+                    dtype: torch.dtype) -> Dict[str, Tensor]:
+        """After the loss: update a learned prior with the step's usage,
+        keep the statistics for :meth:`step_statistics` (training steps),
+        and add the prior's statistics to the losses.
 
         Args:
-            usage: Tensor of shape (K,), global cluster usage of the step
-                (returned by the loss when asked), or None (no update).
+            losses: The loss's losses and logged scalars (extended).
+            stats: The loss's statistics.
+            dtype: dtype of the logged prior statistics.
 
         Returns:
-            The prior's statistics (e.g. ``prior_tau``), detached.
+            ``losses`` with the prior's statistics (e.g. ``prior_tau``).
         """
-        if usage is not None:  # in the training step: no host sync
-            self.prior.update_usage(usage, check=False)
-        return {k: v.detach() for k, v in self.prior.statistics().items()}
+        if stats.usage is not None:  # in the training step: no host sync
+            self.prior.update_usage(stats.usage, check=False)
+        if self.training:
+            self._step_stats = stats
+        losses.update({
+            k: v.detach().to(dtype)
+            for k, v in self.prior.statistics().items()
+        })
+        return losses
+
+    def step_statistics(self) -> Optional[PrototypeStepStats]:
+        """The statistics of the last training step's loss (global batch,
+        detached; ``PrototypeUsageHook`` reads them), or None before the
+        first training step."""
+        return self._step_stats
 
     @property
     def learns_prior_now(self) -> bool:

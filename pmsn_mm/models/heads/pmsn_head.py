@@ -9,6 +9,7 @@ from mmpretrain.registry import MODELS
 from torch import Tensor, nn
 
 from ...utils.validation import check_number, check_positive
+from ..priors import BasePrior
 from ..utils.amp import upcast
 from .base_prototype_head import BasePrototypeHead
 
@@ -22,7 +23,8 @@ def prototype_log_probabilities(x: Tensor,
     ``p = softmax(normalize(x) @ normalize(prototypes).T / temperature)
     @ proto_labels`` with ``proto_labels`` the label-smoothed identity
     (off-diagonal ``s / K``, diagonal ``1 - s + s / K``), i.e.
-    ``p = (1 - s) * softmax(...) + s / K`` (paper eq. (msn): ``p_i``).
+    ``p = (1 - s) * softmax(...) + s / K`` (``p_i`` of Assran et al.,
+    ICLR 2023, arXiv:2210.07277, eq. (6)).
     Computed in log space (``log_softmax``, ``logaddexp``), so ``log p`` is
     finite even where ``p`` underflows.
 
@@ -48,21 +50,19 @@ def prototype_log_probabilities(x: Tensor,
 @MODELS.register_module()
 class PMSNHead(BasePrototypeHead):
     """Learnable prototypes, their probabilities and the cluster prior of
-    PMSN (paper eq. (msn_prior)); the loss term is ``PMSNLoss``.
+    PMSN (paper eq. (9)); the loss term is ``PMSNLoss``.
 
     The head is the one public API of the prototype probabilities:
-    :meth:`log_probabilities` / :meth:`probabilities` (``p_i`` of eq. (msn),
+    :meth:`log_probabilities` / :meth:`probabilities` (``p_i`` of eq. (6),
     with this head's temperature and label smoothing); the prior is
     ``head.prior`` (its probabilities ``head.prior.probs``). :meth:`loss`
     computes the anchor log-probabilities (with gradient) and the target
     probabilities (without), then calls the loss with them and the prior's
-    probabilities, as mmpretrain heads compute logits and call their loss,
-    and updates a learned prior from the usage the loss returns.
-
-    After every :meth:`loss` call, :attr:`step_usage` holds the step's
-    global (all-rank) ``mean_probs`` (p̄, shape (K,)) and
-    ``prototypes_used`` (bool (K,), argmax of the targets), detached; the
-    ``PrototypeUsageHook`` reads them.
+    probabilities and Sinkhorn marginal, as mmpretrain heads compute logits
+    and call their loss, and updates a learned prior from the usage the
+    loss returns. :meth:`step_statistics` gives the last training step's
+    global (all-rank) p̄ (``mean_probs``, shape (K,)) and argmax set
+    (``prototypes_used``), which ``PrototypeUsageHook`` reads.
 
     See :class:`BasePrototypeHead` for the prototypes and the prior.
 
@@ -77,8 +77,8 @@ class PMSNHead(BasePrototypeHead):
             ``dict(type='UniformPrior')`` (MSN).
         loss: Config of the loss (or a built module) called as
             ``loss(anchor_log_probs, target_probs, prior_probs,
-            prior_is_uniform, return_usage)``. Defaults to
-            ``dict(type='PMSNLoss')``.
+            sinkhorn_marginal, return_usage)`` and returning ``(losses,
+            PrototypeStepStats)``. Defaults to ``dict(type='PMSNLoss')``.
         init_cfg: mmengine init config. Defaults to None.
     """
 
@@ -89,14 +89,13 @@ class PMSNHead(BasePrototypeHead):
                  in_channels: int = 256,
                  temperature: float = 0.1,
                  label_smoothing: float = 0.0,
-                 prior: Optional[Union[dict, nn.Module]] = None,
+                 prior: Optional[Union[dict, BasePrior]] = None,
                  loss: Optional[Union[dict, nn.Module]] = None,
                  init_cfg: Optional[dict] = None) -> None:
         super().__init__(num_prototypes, in_channels, prior, loss, init_cfg)
         self.temperature = check_positive('temperature', temperature)
         self.label_smoothing = check_number(
             'label_smoothing', label_smoothing, 0, 1, high_open=True)
-        self.step_usage: Dict[str, Tensor] = {}
 
     def log_probabilities(self, z: Tensor) -> Tensor:
         """``log p`` of embeddings against the prototypes (with gradient
@@ -123,9 +122,8 @@ class PMSNHead(BasePrototypeHead):
         """
         return self.log_probabilities(z).exp()
 
-    # Eager under torch.compile (mmengine's compile=True): the backbone and
-    # projector compile; compiled, this loss's backward gets no gradient for
-    # ``loss_prior`` (inductor, torch 2.14 CPU: "expected Tensor() for op").
+    # eager under torch.compile (mmengine's compile=True): the backbone and
+    # projector compile (docs/distributed.md, torch.compile)
     @torch.compiler.disable
     def loss(self, anchors: Tensor, targets: Tensor) -> Dict[str, Tensor]:
         """The PMSN loss of anchor and target embeddings.
@@ -158,23 +156,14 @@ class PMSNHead(BasePrototypeHead):
             target_probs = prototype_log_probabilities(
                 upcast(targets.detach()), prototypes.detach(),
                 self.temperature, self.label_smoothing).exp()
-        losses = self.loss_module(
+        dtype = anchor_log_probs.dtype
+        losses, stats = self.loss_module(
             anchor_log_probs,
             target_probs,
-            self.prior.probs.to(anchor_log_probs.dtype),
-            prior_is_uniform=self.prior.is_uniform,
+            self.prior.probs.to(dtype),
+            sinkhorn_marginal=self.sinkhorn_marginal(dtype),
             return_usage=self.learns_prior_now)
-        usage = losses.pop('usage', None)
-        self.step_usage = {
-            k: losses.pop(k)
-            for k in ('mean_probs', 'prototypes_used')
-        }
-        dtype = anchor_log_probs.dtype
-        losses.update({
-            k: v.to(dtype)
-            for k, v in self.learn_prior(usage).items()
-        })
-        return losses
+        return self.finish_step(losses, stats, dtype)
 
     def extra_repr(self) -> str:
         return (super().extra_repr() + f', temperature={self.temperature}, '

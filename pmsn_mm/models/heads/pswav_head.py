@@ -6,20 +6,23 @@ import torch.nn.functional as F
 from mmpretrain.registry import MODELS
 from torch import Tensor, nn
 
+from ..priors import BasePrior
 from .base_prototype_head import BasePrototypeHead
 
 
 @MODELS.register_module()
 class PSwAVHead(BasePrototypeHead):
     """SwAV's head with the prototypes and the cluster prior it owns
-    (paper §3, eq. (swav) with ``P 1_N = N * prior``).
+    (Assran et al., ICLR 2023, arXiv:2210.07277, eq. (8) with
+    ``P 1_N = N * prior``).
 
     Where mmpretrain's ``SwAVHead`` only calls ``SwAVLoss`` (which holds the
     prototypes), this head owns the prototypes (``head.prototypes``, shape
     (K, D), as ``PMSNHead``) and the prior (``head.prior``), L2-normalises
     the prototypes before every step (as SwAV) and calls the stateless
-    :class:`~pmsn_mm.models.losses.PSwAVLoss` with them; a learned prior is
-    updated from the usage the loss returns. SwAVHook keeps working: it
+    :class:`~pmsn_mm.models.losses.PSwAVLoss` with them and the prior's
+    probabilities and Sinkhorn marginal; a learned prior is updated from the
+    usage the loss returns (:meth:`finish_step`). SwAVHook keeps working: it
     freezes parameters whose name contains ``prototypes`` and stores its
     queue at ``head.loss_module.queue``.
 
@@ -28,8 +31,6 @@ class PSwAVHead(BasePrototypeHead):
             from the prior (see :class:`BasePrototypeHead`).
         in_channels: Embedding dim D (``SwAVNeck`` out_channels), >= 1.
             Defaults to 128.
-        prior: Config of a prior or a built ``BasePrior``. Defaults to
-            ``dict(type='UniformPrior')`` (SwAV).
         prior: Config of a prior or a built ``BasePrior``. Defaults to
             ``dict(type='UniformPrior')`` (SwAV).
         loss: Config of the loss or a built module. Defaults to
@@ -42,7 +43,7 @@ class PSwAVHead(BasePrototypeHead):
     def __init__(self,
                  num_prototypes: Optional[int] = 3000,
                  in_channels: int = 128,
-                 prior: Optional[Union[dict, nn.Module]] = None,
+                 prior: Optional[Union[dict, BasePrior]] = None,
                  loss: Optional[Union[dict, nn.Module]] = None,
                  init_cfg: Optional[dict] = None) -> None:
         super().__init__(num_prototypes, in_channels, prior, loss, init_cfg)
@@ -63,15 +64,10 @@ class PSwAVHead(BasePrototypeHead):
             ``loss_swav``, the loss's statistics and the learned prior's.
         """
         self.normalize_prototypes()
-        losses = self.loss_module(
+        losses, stats = self.loss_module(
             x,
             self.prototypes,
             self.prior.probs,
-            prior_is_uniform=self.prior.is_uniform,
+            sinkhorn_marginal=self.prior.sinkhorn_marginal(),
             return_usage=self.learns_prior_now)
-        dtype = losses['loss_swav'].dtype
-        losses.update({
-            k: v.to(dtype)
-            for k, v in self.learn_prior(losses.pop('usage', None)).items()
-        })
-        return losses
+        return self.finish_step(losses, stats, losses['loss_swav'].dtype)

@@ -1,16 +1,17 @@
 """PMSN loss: MSN's cross-entropy plus a KL penalty towards a cluster prior.
 
 The probabilities come from :class:`~pmsn_mm.models.heads.PMSNHead` (its
-prototypes, temperature and label smoothing); paper eq. (msn_prior) (PMSN)::
+prototypes, temperature and label smoothing); PMSN is Assran et al., ICLR
+2023, arXiv:2210.07277, eq. (9)::
 
     (1 / N) * sum_i H(p_i^+, p_i) + lambda * KL(p_mean || prior)
 
 With ``UniformPrior`` the penalty is ``lambda * (sum_k p_mean_k log p_mean_k
 + log K)``, the official MSN me-max term, so PMSN with a uniform prior is MSN
-(eq. (msn)). Behaviour follows ``init_msn_loss`` of the official MSN code
+(eq. (6)). Behaviour follows ``init_msn_loss`` of the official MSN code
 (facebookresearch/msn, ``src/losses.py``).
 """
-from typing import Dict
+from typing import Dict, Optional, Tuple
 
 import torch
 from mmengine.dist import all_reduce
@@ -23,6 +24,7 @@ from ..utils.dist import all_reduce_mean_with_grad
 from ..utils.distributions import (entropy, global_mean_usage, kl_divergence,
                                    sharpen)
 from ..utils.sinkhorn import distributed_sinkhorn
+from .step_stats import PrototypeStepStats
 
 KL_DIRECTIONS = ('forward', 'reverse')
 PRIOR_USAGES = ('targets', 'anchors')
@@ -30,7 +32,7 @@ PRIOR_USAGES = ('targets', 'anchors')
 
 @MODELS.register_module()
 class PMSNLoss(nn.Module):
-    """Prior-matching MSN loss, paper eq. (msn_prior); MSN eq. (msn) when
+    """Prior-matching MSN loss, paper eq. (9); MSN eq. (6) when
     the prior is uniform.
 
     ``loss = mean_i H(p_i^+, p_i) + prior_weight * KL(p_mean || prior)
@@ -43,7 +45,9 @@ class PMSNLoss(nn.Module):
     :func:`~pmsn_mm.models.utils.all_reduce_mean_with_grad` for why its
     gradient is exact under DDP; ranks are assumed to hold equal batches).
 
-    The loss is a function of tensors: it never changes the prior. For a
+    The loss is a function of tensors: it never changes the prior. The
+    head passes the prior's probabilities and its Sinkhorn marginal
+    (``BasePrior.sinkhorn_marginal``). For a
     prior learned from the data (``AdaptivePowerLawPrior``) the head asks
     for the step's global cluster usage (``return_usage=True``) and updates
     the prior with it after the step (``prior_usage``): by default the
@@ -72,21 +76,23 @@ class PMSNLoss(nn.Module):
         sinkhorn_iterations: Sinkhorn iterations, >= 1. Defaults to 3.
         entropy_weight: Weight of the mean per-anchor entropy, >= 0; the
             term is only computed and returned when > 0. Defaults to 0.0.
-        kl_direction: ``'forward'``: KL(p_mean || prior), the paper's eq.
-            (msn_prior); ``'reverse'``: KL(prior || p_mean), as in lightly.
+        kl_direction: ``'forward'``: KL(p_mean || prior), eq. (9);
+            ``'reverse'``: KL(prior || p_mean), as in lightly.
             Defaults to ``'forward'``.
         prior_usage: What a learned prior learns from: ``'targets'`` (mean
             sharpened target, before Sinkhorn) or ``'anchors'`` (``p_mean``).
             Ignored by fixed priors. Defaults to ``'targets'``.
 
-    Returned dict (all tensors): ``loss_ce``, ``loss_prior`` (=
-    ``prior_weight * prior_kl``), ``loss_entropy`` (only if
-    ``entropy_weight > 0``) -- summed by mmengine -- and the detached,
-    global-batch statistics ``prior_kl``, ``mean_probs_entropy`` (entropy of
+    Returns ``(losses, stats)``. ``losses`` (all tensors): ``loss_ce``,
+    ``loss_prior`` (= ``prior_weight * prior_kl``), ``loss_entropy`` (only
+    if ``entropy_weight > 0``) -- summed by mmengine -- and the detached,
+    global-batch scalars ``prior_kl``, ``mean_probs_entropy`` (entropy of
     p_mean), ``num_prototypes_used`` (distinct argmax of the targets) and
-    ``max_target_prob`` (mean over targets of their max probability); and
-    the vectors (K,) ``mean_probs`` (p_mean), ``prototypes_used`` (bool) and,
-    with ``return_usage``, ``usage``, which the head takes out.
+    ``max_target_prob`` (mean over targets of their max probability),
+    which mmengine logs. ``stats``: a
+    :class:`~pmsn_mm.models.losses.PrototypeStepStats` of the vectors (K,)
+    ``mean_probs`` (p_mean), ``prototypes_used`` (bool) and, with
+    ``return_usage``, ``usage``.
     """
 
     def __init__(self,
@@ -130,8 +136,9 @@ class PMSNLoss(nn.Module):
                 anchor_log_probs: Tensor,
                 target_probs: Tensor,
                 prior_probs: Tensor,
-                prior_is_uniform: bool = False,
-                return_usage: bool = False) -> Dict[str, Tensor]:
+                sinkhorn_marginal: Optional[Tensor] = None,
+                return_usage: bool = False
+                ) -> Tuple[Dict[str, Tensor], PrototypeStepStats]:
         """Compute the PMSN loss.
 
         Args:
@@ -142,15 +149,15 @@ class PMSNLoss(nn.Module):
                 the targets before sharpening; used without gradient.
             prior_probs: Tensor of shape (K,), the cluster prior
                 (``PMSNHead.prior.probs``).
-            prior_is_uniform: All prior entries are equal: Sinkhorn runs the
-                official uniform arithmetic (``col_marginal=None``).
-                Defaults to False.
+            sinkhorn_marginal: Tensor of shape (K,), the ``col_marginal`` of
+                Sinkhorn (``prior.sinkhorn_marginal()``), or None for the
+                official uniform arithmetic. Defaults to None.
             return_usage: Also return ``usage`` (K,), the step's global
                 cluster usage selected by ``prior_usage``, for a learned
                 prior. Defaults to False.
 
         Returns:
-            Dict of tensors, see the class docstring.
+            ``(losses, stats)``, see the class docstring.
         """
         self._check_shapes(anchor_log_probs, target_probs)
         if prior_probs.shape != (target_probs.shape[1], ):
@@ -172,8 +179,7 @@ class PMSNLoss(nn.Module):
                 # checked where it is built or updated)
                 target_probs = distributed_sinkhorn(
                     target_probs, self.sinkhorn_iterations,
-                    None if prior_is_uniform else prior_probs,
-                    validate=False)
+                    sinkhorn_marginal, validate=False)
         repeated_targets = target_probs.repeat(num_views, 1)
 
         # mean_i H(p_i^+, p_i)
@@ -192,16 +198,19 @@ class PMSNLoss(nn.Module):
         if self.entropy_weight > 0:
             losses['loss_entropy'] = self.entropy_weight * entropy(
                 probs, log_probs).mean()
-        losses.update(self._stats(target_probs, mean_probs.detach(), prior_kl))
-        if usage is not None:
-            losses['usage'] = usage
-        return losses
+        scalars, used = self._stats(target_probs, mean_probs.detach(),
+                                    prior_kl)
+        losses.update(scalars)
+        return losses, PrototypeStepStats(prototypes_used=used,
+                                          mean_probs=mean_probs.detach(),
+                                          usage=usage)
 
     @staticmethod
     @torch.no_grad()
     def _stats(target_probs: Tensor, mean_probs: Tensor,
-               prior_kl: Tensor) -> Dict[str, Tensor]:
-        """Global-batch statistics from one all-reduce of (K + 2) values."""
+               prior_kl: Tensor) -> Tuple[Dict[str, Tensor], Tensor]:
+        """Global-batch scalars, and the argmax set (bool (K,)), from one
+        all-reduce of (K + 2) values."""
         num_protos = target_probs.shape[1]
         used = torch.zeros(
             num_protos, dtype=torch.float64, device=target_probs.device)
@@ -217,9 +226,7 @@ class PMSNLoss(nn.Module):
             prior_kl=prior_kl.detach(),
             mean_probs_entropy=entropy(mean_probs),
             num_prototypes_used=used.sum().to(dtype),
-            max_target_prob=(totals[num_protos] / totals[-1]).to(dtype),
-            mean_probs=mean_probs,
-            prototypes_used=used)
+            max_target_prob=(totals[num_protos] / totals[-1]).to(dtype)), used
 
     def extra_repr(self) -> str:
         return (f'sharpen_temperature={self.sharpen_temperature}, '

@@ -1,14 +1,15 @@
 """SwAV loss whose Sinkhorn codes follow a cluster prior (PSwAV).
 
-Paper §3, eq. (swav): SwAV minimises ``(1 / N) sum_n H(p_n^+, p_n)``
-subject to ``P 1_N = (N / K) 1_K`` -- the constrained K-means of eq.
-(constrained) with equal cluster sizes ``N_k = N / K``, i.e. a hard uniform
-cluster prior, enforced by Sinkhorn-Knopp. PSwAV keeps SwAV's loss and
-replaces the constraint by ``P 1_N = N * prior`` (``N_k = N * prior_k``):
-the codes are computed by :func:`~pmsn_mm.models.utils.distributed_sinkhorn`
-with ``col_marginal=prior``.
+Assran et al., ICLR 2023, arXiv:2210.07277, eq. (8): SwAV minimises
+``(1 / N) sum_n H(p_n^+, p_n)`` subject to ``P 1_N = (N / K) 1_K`` -- the
+constrained K-means of eq. (7) with equal cluster sizes ``N_k = N / K``,
+i.e. a hard uniform cluster prior, enforced by Sinkhorn-Knopp. PSwAV keeps
+SwAV's loss and replaces the constraint by ``P 1_N = N * prior``
+(``N_k = N * prior_k``): the codes are computed by
+:func:`~pmsn_mm.models.utils.distributed_sinkhorn` with
+``col_marginal=prior``.
 """
-from typing import Dict, Sequence
+from typing import Dict, Optional, Sequence, Tuple, Union, cast
 
 import torch
 import torch.nn.functional as F
@@ -20,6 +21,7 @@ from ...utils.validation import check_index_list, check_int, check_positive
 from ..utils.amp import upcast
 from ..utils.distributions import global_mean_usage, kl_divergence
 from ..utils.sinkhorn import distributed_sinkhorn
+from .step_stats import PrototypeStepStats
 
 
 @MODELS.register_module()
@@ -47,13 +49,15 @@ class PSwAVLoss(nn.Module):
     of embeddings at ``head.loss_module.queue`` (and resets
     ``use_queue``), so that slot stays here, where the hook writes it.
 
-    Returned dict: ``loss_swav`` and the detached global statistics
-    ``num_prototypes_used`` (distinct argmax of the batch codes),
-    ``codes_prior_kl`` (KL(mean batch code || prior): how closely the
-    ``sinkhorn_iterations`` met the prior) and, with ``return_usage``,
-    ``usage`` (K,): the mean of ``softmax(s_c / epsilon)`` -- the codes
-    before balancing -- over the assignment crops of the global batch
-    (queue excluded), for a learned prior.
+    Returns ``(losses, stats)``: ``losses`` holds ``loss_swav`` and the
+    detached global scalars ``num_prototypes_used`` (distinct argmax of the
+    batch codes) and ``codes_prior_kl`` (KL(mean batch code || prior): how
+    closely the ``sinkhorn_iterations`` met the prior); ``stats`` (a
+    :class:`~pmsn_mm.models.losses.PrototypeStepStats`) the argmax set of
+    the codes and, with ``return_usage``, ``usage`` (K,): the mean of
+    ``softmax(s_c / epsilon)`` -- the codes before balancing -- over the
+    assignment crops of the global batch (queue excluded), for a learned
+    prior.
 
     Args:
         sinkhorn_iterations: Sinkhorn iterations, >= 1. Defaults to 3.
@@ -124,8 +128,9 @@ class PSwAVLoss(nn.Module):
                 x: Tensor,
                 prototypes: Tensor,
                 prior_probs: Tensor,
-                prior_is_uniform: bool = False,
-                return_usage: bool = False) -> Dict[str, Tensor]:
+                sinkhorn_marginal: Optional[Tensor] = None,
+                return_usage: bool = False
+                ) -> Tuple[Dict[str, Tensor], PrototypeStepStats]:
         """Compute the PSwAV loss.
 
         Args:
@@ -135,13 +140,14 @@ class PSwAVLoss(nn.Module):
             prototypes: Tensor of shape (K, D), the head's (normalised)
                 prototypes.
             prior_probs: Tensor of shape (K,), the cluster prior.
-            prior_is_uniform: All prior entries are equal: SwAV's uniform
-                Sinkhorn. Defaults to False.
+            sinkhorn_marginal: Tensor of shape (K,), the ``col_marginal`` of
+                the codes' Sinkhorn (``prior.sinkhorn_marginal()``), or None
+                for SwAV's uniform Sinkhorn. Defaults to None.
             return_usage: Also return ``usage`` (see the class docstring).
                 Defaults to False.
 
         Returns:
-            Dict of tensors, see the class docstring.
+            ``(losses, stats)``, see the class docstring.
         """
         total = sum(self.num_crops)
         if x.dim() != 2 or prototypes.dim() != 2 or \
@@ -159,9 +165,10 @@ class PSwAVLoss(nn.Module):
         embedding = x.detach()
         bs = x.shape[0] // total
         prior = prior_probs.to(scores.dtype)
-        marginal = None if prior_is_uniform else prior
+        marginal = None if sinkhorn_marginal is None else \
+            sinkhorn_marginal.to(scores.dtype)
 
-        loss = 0
+        loss: Union[Tensor, float] = 0
         batch_codes, batch_soft = [], []
         for i, crop_id in enumerate(self.crops_for_assign):
             with torch.no_grad():
@@ -173,7 +180,7 @@ class PSwAVLoss(nn.Module):
                     prototypes.detach())
                 q = self.codes(out, marginal)[-bs:]
                 batch_codes.append(q)
-            subloss = 0
+            subloss: Union[Tensor, float] = 0
             for v in range(total):
                 if v == crop_id:
                     continue
@@ -183,11 +190,12 @@ class PSwAVLoss(nn.Module):
             loss += subloss / (total - 1)
         loss /= len(self.crops_for_assign)
 
-        losses = dict(loss_swav=loss)
-        losses.update(self._stats(torch.cat(batch_codes), prior))
-        if return_usage:
-            losses['usage'] = global_mean_usage(torch.cat(batch_soft))
-        return losses
+        losses = dict(loss_swav=cast(Tensor, loss))  # summed over the crops
+        scalars, used = self._stats(torch.cat(batch_codes), prior)
+        losses.update(scalars)
+        usage = (global_mean_usage(torch.cat(batch_soft))
+                 if return_usage else None)
+        return losses, PrototypeStepStats(prototypes_used=used, usage=usage)
 
     @torch.no_grad()
     def _with_queue(self, i: int, out: Tensor, embedding: Tensor,
@@ -215,8 +223,10 @@ class PSwAVLoss(nn.Module):
         return out
 
     @torch.no_grad()
-    def _stats(self, codes: Tensor, prior: Tensor) -> Dict[str, Tensor]:
-        """Global statistics of the batch codes (one all-reduce)."""
+    def _stats(self, codes: Tensor,
+               prior: Tensor) -> Tuple[Dict[str, Tensor], Tensor]:
+        """Global scalars of the batch codes, and their argmax set (bool
+        (K,)), from one all-reduce."""
         num_protos = codes.shape[1]
         used = codes.new_zeros(num_protos, dtype=torch.float64)
         used[codes.argmax(dim=1)] = 1.0
@@ -225,11 +235,11 @@ class PSwAVLoss(nn.Module):
         totals = torch.cat([used, codes.double().sum(dim=0), count])
         all_reduce(totals, op='sum')
         mean_code = totals[num_protos:2 * num_protos] / totals[-1]
+        used = totals[:num_protos] > 0
         return dict(
-            num_prototypes_used=(totals[:num_protos] > 0).sum().to(
-                codes.dtype),
+            num_prototypes_used=used.sum().to(codes.dtype),
             codes_prior_kl=kl_divergence(mean_code,
-                                         prior.double()).to(codes.dtype))
+                                         prior.double()).to(codes.dtype)), used
 
     def extra_repr(self) -> str:
         return (f'epsilon={self.epsilon}, temperature={self.temperature}, '

@@ -11,7 +11,7 @@ computes them:
   and its 2×2 adaptive average pooling, flattened (8192-d):
   :class:`AdaptivePoolNeck`.
 """
-from typing import Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union, cast
 
 import torch
 import torch.nn.functional as F
@@ -59,7 +59,8 @@ def adaptive_pool_flatten(x: Tensor, output_size: Tuple[int, int]) -> Tensor:
     return torch.flatten(F.adaptive_avg_pool2d(x, output_size), 1)
 
 
-def _last(inputs: Union[Tensor, Sequence[Tensor]]) -> Tensor:
+def _last(
+        inputs: Union[Tensor, Tuple[Tensor, ...], List[Tensor]]) -> Tensor:
     return inputs[-1] if isinstance(inputs, (tuple, list)) else inputs
 
 
@@ -96,6 +97,10 @@ class ConcatCLSNeck(BaseModule):
         init_cfg: mmengine init config, e.g. the ``Pretrained`` one above.
     """
 
+    # the frozen LayerNorm, None without ``final_norm``
+    weight: Optional[nn.Parameter]
+    bias: Optional[nn.Parameter]
+
     def __init__(self,
                  num_layers: int = 4,
                  in_channels: Optional[int] = None,
@@ -112,10 +117,11 @@ class ConcatCLSNeck(BaseModule):
         self.final_norm = bool(final_norm)
         self.norm_eps = check_positive('ConcatCLSNeck norm_eps', norm_eps)
         if self.final_norm:
+            channels = cast(int, in_channels)  # checked above
             self.weight = nn.Parameter(
-                torch.ones(in_channels), requires_grad=False)
+                torch.ones(channels), requires_grad=False)
             self.bias = nn.Parameter(
-                torch.zeros(in_channels), requires_grad=False)
+                torch.zeros(channels), requires_grad=False)
         else:
             self.weight = self.bias = None
 
@@ -175,11 +181,12 @@ class AdaptivePoolNeck(BaseModule):
         if not isinstance(size, (tuple, list)) or len(size) != 2:
             raise ValueError('AdaptivePoolNeck output_size must be an int >= 1'
                              f' or a pair of them, but is {output_size!r}.')
-        self.output_size = tuple(
-            check_int('AdaptivePoolNeck output_size', s, 1) for s in size)
+        self.output_size = cast(Tuple[int, int], tuple(  # a pair: checked
+            check_int('AdaptivePoolNeck output_size', s, 1) for s in size))
 
-    def forward(self,
-                inputs: Union[Tensor, Sequence[Tensor]]) -> Tuple[Tensor]:
+    def forward(
+        self, inputs: Union[Tensor, Tuple[Tensor, ...], List[Tensor]]
+    ) -> Tuple[Tensor]:
         """Pool and flatten the last feature map.
 
         Args:

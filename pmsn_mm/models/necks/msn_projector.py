@@ -1,6 +1,6 @@
 """MSN projection head (neck)."""
 from collections import OrderedDict
-from typing import Optional, Sequence, Tuple, Union
+from typing import List, Optional, Tuple, Union
 
 from mmengine.model import BaseModule
 from mmpretrain.registry import MODELS
@@ -50,7 +50,7 @@ class MSNProjector(BaseModule):
         hidden_channels = check_int('MSNProjector hidden_channels',
                                     hidden_channels, 1)
         out_channels = check_int('MSNProjector out_channels', out_channels, 1)
-        layers = OrderedDict()
+        layers: 'OrderedDict[str, nn.Module]' = OrderedDict()
         layers['fc1'] = nn.Linear(in_channels, hidden_channels)
         if with_bn:
             layers['bn1'] = nn.BatchNorm1d(hidden_channels)
@@ -62,7 +62,9 @@ class MSNProjector(BaseModule):
         layers['fc3'] = nn.Linear(hidden_channels, out_channels)
         self.mlp = nn.Sequential(layers)
 
-    def forward(self, x: Union[Tensor, Sequence[Tensor]]) -> Tuple[Tensor]:
+    def forward(
+        self, x: Union[Tensor, Tuple[Tensor, ...], List[Tensor]]
+    ) -> Tuple[Tensor]:
         """Project backbone features.
 
         Args:

@@ -50,7 +50,8 @@ def fit_power_law_exponent(sorted_usage: Tensor) -> Tuple[Tensor, Tensor]:
 @MODELS.register_module()
 class AdaptivePowerLawPrior(BasePrior):
     """Power-law prior ``p_k ∝ k ** -tau`` with ``tau`` learned from the
-    data: the paper's eq. (msn_prior) prior ``p_PL(tau)``, with the exponent
+    data: the prior ``p_PL(tau)`` of Assran et al., ICLR 2023,
+    arXiv:2210.07277, eq. (9), with the exponent
     it leaves to the user estimated during training.
 
     **Estimate.** After every training step the head passes the step's
@@ -70,9 +71,7 @@ class AdaptivePowerLawPrior(BasePrior):
       momentum * ema + (1 - momentum) * sort(u)``. Indifferent to which
       prototype holds which cluster, but sorting noisy per-step sizes
       spreads them, which biases tau upwards when the global batch is small
-      relative to K (simulated with hard counts from tau 0.5, K = 10,
-      momentum 0.99: 0.61 with 128 samples a step, 0.51 with 1024; the
-      default gave 0.50 for both).
+      relative to K (a simulation: docs/choosing_a_prior.md).
 
     **Warm-up.** The first ``warmup_updates`` updates are only counted:
     ``tau`` stays at ``tau_init`` and the EMA starts afterwards. At
@@ -126,6 +125,11 @@ class AdaptivePowerLawPrior(BasePrior):
     """
 
     learns_from_usage = True
+    # buffers, registered in ``__init__``
+    tau: Tensor
+    tau_fit: Tensor
+    usage_ema: Tensor
+    num_updates: Tensor
 
     def __init__(self,
                  num_prototypes: int,

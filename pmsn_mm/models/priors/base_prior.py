@@ -72,7 +72,7 @@ def check_length(probs: np.ndarray, num_prototypes: int, setting: str) -> None:
 
 class BasePrior(nn.Module):
     """A cluster prior: a probability vector over the K prototypes, the
-    ``prior`` of paper eq. (msn_prior).
+    ``prior`` of Assran et al., ICLR 2023, arXiv:2210.07277, eq. (9).
 
     The prior is state, built once: the head that owns it gives it its
     ``num_prototypes`` (``MODELS.build(prior,
@@ -97,6 +97,8 @@ class BasePrior(nn.Module):
 
     #: True for priors re-estimated from the data (see :meth:`update_usage`).
     learns_from_usage: bool = False
+    #: The normalised prior (a buffer, registered in ``__init__``).
+    probs: Tensor
 
     def __init__(self, num_prototypes: int, weights: ArrayLike,
                  setting: str) -> None:

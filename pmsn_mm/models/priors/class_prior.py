@@ -43,6 +43,7 @@ class ClassPrior(BasePrior):
             setting = 'ClassPrior dataset class counts'
         else:
             setting = 'ClassPrior counts'
+        assert counts is not None  # given or counted (checked above)
         if num_prototypes is None:
             num_prototypes = len(counts)
         super().__init__(num_prototypes, counts, setting)

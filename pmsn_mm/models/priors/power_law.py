@@ -1,4 +1,5 @@
-"""Power-law cluster prior (PMSN, eq. (msn_prior))."""
+"""Power-law cluster prior (PMSN: Assran et al., ICLR 2023,
+arXiv:2210.07277, eq. (9))."""
 from mmpretrain.registry import MODELS
 
 from ...utils.power_law import power_law_weights

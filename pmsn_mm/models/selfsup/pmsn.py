@@ -1,9 +1,10 @@
 """PMSN: Masked Siamese Networks with an arbitrary cluster prior."""
 import inspect
-from typing import Dict, List, Tuple
+from typing import Dict, List, Tuple, Union
 
 import torch
 import torch.nn as nn
+from mmengine.optim import OptimWrapper
 from mmpretrain.models.selfsup import BaseSelfSupervisor
 from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
@@ -11,18 +12,19 @@ from torch import Tensor
 
 from ...utils.validation import check_int, check_number
 from ..utils.amp import autocast_off
-from ..utils.compile import EagerUpdateTrainStepMixin
+from ..utils.compile import update_params_eagerly
 from ..utils.ema import EMATargetMixin, LinearMomentumEMA
 from ..utils.patch_drop import check_mask_ratio
 from .prototype_embed import PrototypeEmbedMixin
 
 
 @MODELS.register_module()
-class PMSN(EagerUpdateTrainStepMixin, PrototypeEmbedMixin, EMATargetMixin,
-           BaseSelfSupervisor):
-    """Prior Matching for Siamese Networks (paper §5, eq. (7)).
+class PMSN(PrototypeEmbedMixin, EMATargetMixin, BaseSelfSupervisor):
+    """Prior Matching for Siamese Networks (Assran et al., ICLR 2023,
+    arXiv:2210.07277, eq. (9)).
 
-    One training step, following the official MSN step:
+    One training step (:meth:`train_step`, then :meth:`loss`), following the
+    official MSN step:
 
     - the **target** is the first view, encoded by an EMA copy of
       backbone + neck, unmasked and without gradient;
@@ -138,6 +140,29 @@ class PMSN(EagerUpdateTrainStepMixin, PrototypeEmbedMixin, EMATargetMixin,
             if mask_ratio > 0 else self.backbone(x)
         return self.neck(feats)[0]
 
+    def train_step(self, data: Union[dict, tuple, list],
+                   optim_wrapper: OptimWrapper) -> Dict[str, Tensor]:
+        """One training step: the views (the data pre-processor), the loss
+        (:meth:`loss`), the parameter update. mmengine's
+        ``BaseModel.train_step`` with the update run eagerly, so that
+        ``compile=True`` compiles the rest
+        (:func:`~pmsn_mm.models.utils.update_params_eagerly`); the EMA
+        target follows after the step (``TargetEMAHook``).
+
+        Args:
+            data: A batch from the dataloader.
+            optim_wrapper: The wrapper that updates the parameters.
+
+        Returns:
+            The log variables of ``parse_losses``.
+        """
+        with optim_wrapper.optim_context(self):
+            data = self.data_preprocessor(data, True)
+            losses = self._run_forward(data, mode='loss')
+        parsed_losses, log_vars = self.parse_losses(losses)
+        update_params_eagerly(optim_wrapper, parsed_losses)
+        return log_vars
+
     def loss(self, inputs: List[Tensor],
              data_samples: List[DataSample]) -> Dict[str, Tensor]:
         """PMSN loss of a batch of multi-view inputs.
@@ -167,10 +192,10 @@ class PMSN(EagerUpdateTrainStepMixin, PrototypeEmbedMixin, EMATargetMixin,
         with torch.no_grad():
             targets = self.target_net(target_view)[0]
 
-        anchors = [self._encode(random_views, self.mask_ratio)]
+        anchor_parts = [self._encode(random_views, self.mask_ratio)]
         if focal_views:
-            anchors.append(self._encode(focal_views, 0.0))
-        anchors = torch.cat(anchors)
+            anchor_parts.append(self._encode(focal_views, 0.0))
+        anchors = torch.cat(anchor_parts)
         # the prototype probabilities and the loss in float32 (the head
         # upcasts its inputs; autocast would cast its matmul and, on the
         # CPU, its log_softmax back to the low dtype)

@@ -1,11 +1,14 @@
 """One way to embed images with a prototype model (PMSN, PSwAV): every
 stage, online or target."""
-from typing import Dict, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Sequence, Tuple
 
 from torch import Tensor, nn
 
 from ...utils.validation import check_choice
 from ..utils.pooling import last_output, pooled
+
+if TYPE_CHECKING:
+    from ..heads import BasePrototypeHead
 
 #: Stages of :meth:`PrototypeEmbedMixin.embed`, in forward order.
 EMBED_STAGES = ('backbone', 'neck', 'probs')
@@ -27,6 +30,11 @@ class PrototypeEmbedMixin:
     :meth:`encoder` (target encoder), :meth:`project` (how the neck maps
     pooled backbone features) and :meth:`prototype_probabilities`.
     """
+
+    # set by the models this class is mixed into
+    backbone: nn.Module
+    neck: nn.Module
+    head: 'BasePrototypeHead'
 
     def encoder(self, target: bool = False) -> Tuple[nn.Module, nn.Module]:
         """Backbone and neck of the online (or target) encoder.

@@ -1,6 +1,6 @@
 """PSwAV: SwAV whose Sinkhorn codes follow a cluster prior."""
 import itertools
-from typing import Dict, List
+from typing import TYPE_CHECKING, Any, Dict, List, cast
 
 import torch
 import torch.nn.functional as F
@@ -11,14 +11,17 @@ from torch import Tensor, nn
 
 from .prototype_embed import PrototypeEmbedMixin
 
+if TYPE_CHECKING:
+    from ..losses import PSwAVLoss
+
 
 @MODELS.register_module()
 class PSwAV(PrototypeEmbedMixin, SwAV):
     """SwAV (mmpretrain's multi-crop step, ``SwAVNeck``, ``SwAVHook``) with
     :class:`~pmsn_mm.models.heads.PSwAVHead` (prototypes and prior) and
-    :class:`~pmsn_mm.models.losses.PSwAVLoss`, so the codes satisfy paper
-    eq. (swav) with ``P 1_N = N * prior`` instead of ``N / K`` (a uniform
-    prior is SwAV).
+    :class:`~pmsn_mm.models.losses.PSwAVLoss`, so the codes satisfy
+    Assran et al., ICLR 2023, arXiv:2210.07277, eq. (8) with
+    ``P 1_N = N * prior`` instead of ``N / K`` (a uniform prior is SwAV).
 
     Changes to mmpretrain's ``SwAV``: the head returns a dict of losses and
     statistics, passed on as the loss dict; the crops are grouped by
@@ -44,7 +47,8 @@ class PSwAV(PrototypeEmbedMixin, SwAV):
         Returns:
             Tensor of shape (B, D).
         """
-        return neck.forward_projection(feats)
+        # ``SwAVNeck`` (mmpretrain: untyped)
+        return cast(Any, neck).forward_projection(feats)
 
     def prototype_probabilities(self, z: Tensor) -> Tensor:
         """SwAV's predicted assignments ``softmax(z @ W.T / temperature)``
@@ -58,7 +62,8 @@ class PSwAV(PrototypeEmbedMixin, SwAV):
         """
         prototypes = F.normalize(self.head.prototypes, dim=1)
         return F.softmax(
-            F.linear(z, prototypes) / self.head.loss_module.temperature,
+            F.linear(z, prototypes) /
+            cast('PSwAVLoss', self.head.loss_module).temperature,
             dim=1)
 
     def loss(self, inputs: List[Tensor], data_samples: List[DataSample],

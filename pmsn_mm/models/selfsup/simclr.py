@@ -63,10 +63,10 @@ class SyncFreeSimCLR(SimCLR):
         if not isinstance(inputs, list):
             raise TypeError('SyncFreeSimCLR.loss expects a list of two view '
                             f'batches, got {type(inputs).__name__}.')
-        inputs = torch.stack(inputs, 1)
-        inputs = inputs.reshape((inputs.size(0) * 2, inputs.size(2),
-                                 inputs.size(3), inputs.size(4)))
-        z = self.neck(self.backbone(inputs))[0]  # (2n, d)
+        views = torch.stack(inputs, 1)
+        views = views.reshape((views.size(0) * 2, views.size(2),
+                               views.size(3), views.size(4)))
+        z = self.neck(self.backbone(views))[0]  # (2n, d)
         z = z / (torch.norm(z, p=2, dim=1, keepdim=True) + 1e-10)
         z = torch.cat(GatherLayer.apply(z), dim=0)  # (2N, d)
         s = torch.matmul(z, z.permute(1, 0))  # (2N, 2N)

@@ -3,7 +3,7 @@ the EMA target encoder, functions of probability vectors (KL, entropy,
 sharpening), pooling and AMP upcasting. The views of a batch are
 :mod:`pmsn_mm.models.data_preprocessors`."""
 from .amp import autocast_off, upcast
-from .compile import EagerUpdateTrainStepMixin, update_params_eagerly
+from .compile import update_params_eagerly
 from .dist import all_gather_with_grad, all_reduce_mean_with_grad
 from .distributions import entropy, global_mean_usage, kl_divergence, sharpen
 from .ema import EMATargetMixin, LinearMomentumEMA
@@ -13,7 +13,7 @@ from .pooling import last_output, pooled
 from .sinkhorn import check_col_marginal, distributed_sinkhorn
 
 __all__ = [
-    'EMATargetMixin', 'EagerUpdateTrainStepMixin', 'LinearMomentumEMA',
+    'EMATargetMixin', 'LinearMomentumEMA',
     'PatchDrop', 'all_gather_with_grad', 'all_reduce_mean_with_grad',
     'autocast_off', 'check_col_marginal', 'check_mask_ratio',
     'distributed_sinkhorn', 'drop_patch_tokens', 'entropy',

@@ -7,7 +7,7 @@ are averaged, and the average is normalised again. The released ViT-B command
 uses parameter-free layer norm for both steps (``target_layer_norm_last``,
 its default, and ``--post_target_layer_norm``).
 """
-from typing import Optional, Sequence
+from typing import Optional, Sequence, cast
 
 import torch.nn.functional as F
 from torch import Tensor
@@ -59,7 +59,8 @@ def average_layer_targets(layer_outputs: Sequence[Tensor],
     """
     if len(layer_outputs) == 0:
         raise ValueError('layer_outputs must hold at least one block output.')
-    total = sum(normalize_tokens(y, layer_norm) for y in layer_outputs)
+    total = cast(Tensor, sum(normalize_tokens(y, layer_norm)
+                             for y in layer_outputs))  # >= 1 tensor
     return normalize_tokens(total / len(layer_outputs), post_norm)
 
 

@@ -1,5 +1,5 @@
 """EMA target encoder whose momentum follows MSN's linear schedule."""
-from typing import Optional
+from typing import Any, Optional, cast
 
 import torch
 from mmengine.logging import MessageHub
@@ -239,6 +239,9 @@ class EMATargetMixin:
     """
 
     _target_update_due = False
+    # set by the algorithm (an nn.Module) this class is mixed into
+    target_net: LinearMomentumEMA
+    training: bool
 
     def ema_source(self) -> nn.Module:
         """The online module the target averages."""
@@ -247,7 +250,8 @@ class EMATargetMixin:
     def init_weights(self) -> None:
         """Initialise (``init_cfg``), then copy the online weights into the
         target."""
-        super().init_weights()
+        # the algorithm's base (mmengine's BaseModule) has init_weights
+        cast(Any, super()).init_weights()
         self.target_net.sync_from(self.ema_source())
 
     def update_target(self) -> None:

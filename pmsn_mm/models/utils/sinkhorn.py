@@ -38,8 +38,8 @@ def check_col_marginal(col_marginal: Tensor, num_protos: int) -> None:
 def _check_proto_mass(proto_mass: Tensor) -> None:
     """A prototype without mass cannot be given any: raise, not NaN."""
     if not bool((proto_mass > 0).all()):
-        empty = torch.nonzero(~(proto_mass.flatten() > 0)).flatten()
-        empty = empty.tolist()
+        empty = torch.nonzero(
+            ~(proto_mass.flatten() > 0)).flatten().tolist()
         raise ValueError(
             f'distributed_sinkhorn: prototypes {empty} have zero (or NaN) '
             'total mass over the global batch, so no scaling can give them '
@@ -63,9 +63,10 @@ def distributed_sinkhorn(probs: Tensor,
     (``W`` ranks times the local batch). Finally ``Q * B`` is returned
     transposed, so in the (B, K) output every row sums to 1 exactly and,
     once converged, column ``k`` sums to ``B * col_marginal[k]`` over the
-    global batch: the projection onto paper eq. (swav)'s constraint set
-    ``P 1_N = N * prior`` (eq. (swav) states the uniform case ``N / K``;
-    eq. (constrained) with ``N_k = N * prior_k``). Prototype sums are
+    global batch: the projection onto the constraint set of Assran et al.,
+    ICLR 2023, arXiv:2210.07277, eq. (8):
+    ``P 1_N = N * prior`` (eq. (8) states the uniform case ``N / K``;
+    eq. (7) with ``N_k = N * prior_k``). Prototype sums are
     all-reduced across ranks, so the result equals single-process Sinkhorn
     on the concatenated batch.
 

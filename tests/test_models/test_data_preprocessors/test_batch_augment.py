@@ -6,9 +6,10 @@ import torch
 from mmpretrain.datasets.transforms import RandomResizedCrop
 from scipy import stats
 
-from pmsn_mm.models.data_preprocessors.batch_augment import (
-    color_jitter, crop_corners, device_constant, resized_crop_flip,
-    sample_color_params, sample_crop_boxes)
+from pmsn_mm.models.data_preprocessors.views import (color_jitter,
+                                                     crop_corners,
+                                                     device_constant)
+from tests._views import crop_boxes, crop_boxes_out, draw_color_params
 
 N = 4000
 
@@ -29,7 +30,7 @@ def _area_and_ratio(boxes, height, width):
 @pytest.mark.parametrize('scale', [(0.5, 1.0), (0.08, 1.0)])
 def test_crop_boxes_match_mmpretrain_distribution(scale):
     gen = torch.Generator().manual_seed(0)
-    ours = sample_crop_boxes(N, 20, 20, scale, generator=gen).numpy()
+    ours = crop_boxes(N, 20, 20, scale, generator=gen).numpy()
     ref = _mmpretrain_boxes(N, 20, 20, scale)
     # every box lies inside the image
     assert (ours[:, 0] >= 0).all() and (ours[:, 1] >= 0).all()
@@ -46,7 +47,7 @@ def test_crop_boxes_match_mmpretrain_distribution(scale):
 
 def test_crop_distribution_test_has_power():
     gen = torch.Generator().manual_seed(0)
-    ours = sample_crop_boxes(N, 20, 20, (0.5, 1.0), generator=gen).numpy()
+    ours = crop_boxes(N, 20, 20, (0.5, 1.0), generator=gen).numpy()
     ref = _mmpretrain_boxes(N, 20, 20, (0.08, 1.0))
     area, _ = _area_and_ratio(ours, 20, 20)
     ref_area, _ = _area_and_ratio(ref, 20, 20)
@@ -55,7 +56,7 @@ def test_crop_distribution_test_has_power():
 
 def test_crop_fallback_is_central_whole_image():
     # no aspect ratio in (10, 11) fits a square image: central fallback
-    boxes = sample_crop_boxes(5, 16, 16, (0.9, 1.0), (10.0, 11.0))
+    boxes = crop_boxes(5, 16, 16, (0.9, 1.0), (10.0, 11.0))
     rrc = RandomResizedCrop(
         scale=16, crop_ratio_range=(0.9, 1.0), aspect_ratio_range=(10, 11))
     expected = rrc.rand_crop_params(np.zeros((16, 16, 1), np.uint8))
@@ -71,7 +72,7 @@ def test_crop_fallback_is_central_whole_image():
 ])
 def test_crop_box_errors(kwargs):
     with pytest.raises(ValueError, match=next(iter(kwargs))):
-        sample_crop_boxes(2, 8, 8, **kwargs)
+        crop_boxes(2, 8, 8, **kwargs)
 
 
 def test_crop_corners_are_view_major_with_the_central_fallback():
@@ -107,13 +108,13 @@ def test_device_constant_is_built_once_per_device():
 def test_resized_crop_identity_slice_and_flip():
     img = torch.arange(2 * 1 * 8 * 8, dtype=torch.float32).reshape(2, 1, 8, 8)
     full = torch.tensor([[0, 0, 8, 8]] * 2)
-    torch.testing.assert_close(resized_crop_flip(img, full, (8, 8)), img)
+    torch.testing.assert_close(crop_boxes_out(img, full, (8, 8)), img)
     # a 4x4 crop resized to 4x4 is the slice itself
     box = torch.tensor([[2, 3, 4, 4], [0, 4, 4, 4]])
-    out = resized_crop_flip(img, box, (4, 4))
+    out = crop_boxes_out(img, box, (4, 4))
     torch.testing.assert_close(out[0], img[0, :, 2:6, 3:7])
     torch.testing.assert_close(out[1], img[1, :, 0:4, 4:8])
-    flipped = resized_crop_flip(img, box, (4, 4), torch.tensor([True, False]))
+    flipped = crop_boxes_out(img, box, (4, 4), torch.tensor([True, False]))
     torch.testing.assert_close(flipped[0], img[0, :, 2:6, 3:7].flip(-1))
     torch.testing.assert_close(flipped[1], out[1])
 
@@ -122,7 +123,7 @@ def test_resized_crop_upscale_matches_cv2_bilinear():
     rng = np.random.default_rng(0)
     img = rng.integers(0, 256, size=(12, 12)).astype(np.uint8)
     box = torch.tensor([[2, 1, 8, 6]])  # top, left, h, w
-    out = resized_crop_flip(
+    out = crop_boxes_out(
         torch.from_numpy(img).float()[None, None], box, (16, 16))[0, 0]
     ref = mmcv.imresize(
         img[2:10, 1:7].astype(np.float32), (16, 16),
@@ -140,7 +141,7 @@ def test_color_jitter_formulas_match_mmcv():
     img = rng.integers(20, 200, size=(64, 1, 6, 6)).astype(np.float32)
     x = torch.from_numpy(img)
     gen = torch.Generator().manual_seed(0)
-    params = sample_color_params(64, contrast=0.4, generator=gen)
+    params = draw_color_params(64, contrast=0.4, generator=gen)
     out = color_jitter(x, params).numpy()
     factors = params['factors'][:, 1].numpy()
     assert 0.6 <= factors.min() and factors.max() <= 1.4
@@ -149,7 +150,7 @@ def test_color_jitter_formulas_match_mmcv():
         ref = mmcv.adjust_contrast(three, float(factors[i]))[..., 0]
         # PIL rounds the grey mean and each result; the device keeps floats
         np.testing.assert_allclose(out[i, 0], ref, atol=1.5)
-    params = sample_color_params(64, brightness=0.4, generator=gen)
+    params = draw_color_params(64, brightness=0.4, generator=gen)
     out = color_jitter(x, params).numpy()
     f = params['factors'][:, 0].numpy()[:, None, None, None]
     np.testing.assert_allclose(out, np.clip(img * f, 0, 255), rtol=1e-5,
@@ -160,12 +161,12 @@ def test_color_jitter_rate():
     x = torch.full((N, 1, 2, 2), 100.0)
     x[:, :, 0, 0] = 50.0
     gen = torch.Generator().manual_seed(0)
-    params = sample_color_params(N, 0.4, 0.4, prob=0.8, generator=gen)
+    params = draw_color_params(N, 0.4, 0.4, prob=0.8, generator=gen)
     out = color_jitter(x, params)
     changed = (out != x).flatten(1).any(dim=1).float().mean().item()
     # binomial(N, 0.8): 4 sigma = 0.025
     assert abs(changed - 0.8) < 0.025
     changed_rows = (out != x).flatten(1).any(1)
     assert not bool(changed_rows[~params['apply']].any())
-    none = sample_color_params(8, 0.4, 0.4, prob=0.0)
+    none = draw_color_params(8, 0.4, 0.4, prob=0.0)
     torch.testing.assert_close(color_jitter(x[:8], none), x[:8])

@@ -16,13 +16,12 @@ from torchvision.transforms import ColorJitter as TVColorJitter
 
 from pmsn_mm.datasets.sample_data import class_image
 from pmsn_mm.datasets.transforms import adjust_hue
-from pmsn_mm.models.data_preprocessors import (color_jitter, gaussian_blur,
-                                               random_grayscale,
-                                               replicate_edges,
-                                               resized_crop_flip,
-                                               sample_color_params,
-                                               sample_crop_boxes, solarize)
-from pmsn_mm.models.data_preprocessors.batch_augment import rotate_hue
+from pmsn_mm.models.data_preprocessors.views import (color_jitter,
+                                                     gaussian_blur,
+                                                     random_grayscale,
+                                                     replicate_edges,
+                                                     rotate_hue, solarize)
+from tests._views import crop_boxes, crop_boxes_out, draw_color_params
 
 N = 4000
 #: (height, width) of a mixed batch: landscape, portrait, square, tiny
@@ -55,8 +54,8 @@ def test_crops_of_a_mixed_batch_follow_each_images_own_size(scale):
     heights = torch.tensor([h for h, _ in SIZES]).repeat(N)
     widths = torch.tensor([w for _, w in SIZES]).repeat(N)
     gen = torch.Generator().manual_seed(0)
-    boxes = sample_crop_boxes(len(heights), heights, widths, scale,
-                              generator=gen).double().numpy()
+    boxes = crop_boxes(len(heights), heights, widths, scale,
+                       generator=gen).double().numpy()
     for k, (h, w) in enumerate(SIZES):
         ours = boxes[k::len(SIZES)]
         ref = _reference_boxes(N, h, w, scale, seed=k)
@@ -74,8 +73,8 @@ def test_the_crop_test_sees_a_wrong_size():
     """Power: crops drawn for the padded batch size instead of the image's
     own size fail the same test."""
     gen = torch.Generator().manual_seed(0)
-    wrong = sample_crop_boxes(N, 500, 500, (0.3, 1.0),
-                              generator=gen).double().numpy()
+    wrong = crop_boxes(N, 500, 500, (0.3, 1.0),
+                       generator=gen).double().numpy()
     ref = _reference_boxes(N, 375, 500, (0.3, 1.0), seed=0)
     area = wrong[:, 2] * wrong[:, 3] / (375 * 500)
     ref_area = ref[:, 2] * ref[:, 3] / (375 * 500)
@@ -93,8 +92,8 @@ def test_a_fixed_crop_matches_pil_resize(box, size):
     top, left, h, w = box
     ref = mmcv.imresize(rgb[top:top + h, left:left + w], (size, size),
                         interpolation='bilinear', backend='pillow')
-    out = resized_crop_flip(_tensor(rgb), torch.tensor([box]),
-                            (size, size))[0].permute(1, 2, 0).numpy()
+    out = crop_boxes_out(_tensor(rgb), torch.tensor([box]),
+                         (size, size))[0].permute(1, 2, 0).numpy()
     diff = np.abs(out - ref)
     assert diff.mean() <= 1.0 and np.percentile(diff, 99) <= 4.0
 
@@ -114,10 +113,10 @@ def test_padding_never_enters_a_crop():
     image = torch.arange(4).repeat(40)
     for scale, size in (((0.3, 1.0), 224), ((0.05, 0.3), 96),
                         ((1.0, 1.0), 224)):
-        boxes = sample_crop_boxes(len(image), heights[image], widths[image],
-                                  scale, generator=gen)
-        views = resized_crop_flip(batch, boxes, (size, size),
-                                  torch.rand(len(image)) < 0.5, image)
+        boxes = crop_boxes(len(image), heights[image], widths[image],
+                           scale, generator=gen)
+        views = crop_boxes_out(batch, boxes, (size, size),
+                               torch.rand(len(image)) < 0.5, image)
         expected = torch.tensor(levels)[image].view(-1, 1, 1, 1)
         torch.testing.assert_close(views, expected.expand_as(views))
 
@@ -129,7 +128,7 @@ def test_color_factors_order_and_rate_match_torchvision():
     torchvision's ColorJitter.get_params; RandomApply's rate."""
     b, c, s, h = 0.4, 0.4, 0.2, 0.1
     gen = torch.Generator().manual_seed(0)
-    ours = sample_color_params(N, b, c, s, h, prob=0.8, generator=gen)
+    ours = draw_color_params(N, b, c, s, h, prob=0.8, generator=gen)
     applied = ours['apply']
     assert abs(applied.float().mean().item() - 0.8) < 4 * (0.16 / N)**0.5
     jitter = TVColorJitter(b, c, s, h)
@@ -227,7 +226,7 @@ def test_hue_on_pils_8bit_circle_matches_torchvision():
 
 
 def test_colour_needs_rgb_for_saturation_and_hue():
-    params = sample_color_params(2, saturation=0.5, prob=1.0)
+    params = draw_color_params(2, saturation=0.5, prob=1.0)
     with pytest.raises(ValueError, match='need RGB images'):
         color_jitter(torch.zeros(2, 1, 4, 4), params)
 

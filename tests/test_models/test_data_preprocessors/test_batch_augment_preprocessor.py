@@ -8,15 +8,16 @@ from mmpretrain.registry import MODELS
 N = 4000
 
 
-def _preprocessor(**kwargs):
-    cfg = dict(type='BatchAugmentPreprocessor', mean=[100.0], std=[50.0])
-    cfg.update(kwargs)
-    return MODELS.build(cfg)
+def _preprocessor(seed=None, **group):
+    """One view group of ``group``'s settings (two views by default)."""
+    group.setdefault('num_views', 2)
+    return MODELS.build(dict(type='BatchAugmentPreprocessor', views=[group],
+                             mean=[100.0], std=[50.0], seed=seed))
 
 
 def test_preprocessor_flip_rate_and_views():
     pre = _preprocessor(
-        num_views=3, crop_scale=(1.0, 1.0), crop_ratio=(1.0, 1.0),
+        num_views=3, scale=(1.0, 1.0), ratio=(1.0, 1.0),
         flip_prob=0.5, jitter_prob=0.0)
     torch.manual_seed(0)
     imgs = torch.randint(0, 256, (N, 1, 6, 6), dtype=torch.uint8)
@@ -31,7 +32,7 @@ def test_preprocessor_flip_rate_and_views():
         assert bool((same | mirrored).all())
         rate = mirrored.float().mean().item()
         assert abs(rate - 0.5) < 4 * (0.25 / N)**0.5
-    none = _preprocessor(crop_scale=(1.0, 1.0), crop_ratio=(1.0, 1.0),
+    none = _preprocessor(scale=(1.0, 1.0), ratio=(1.0, 1.0),
                          flip_prob=0.0, jitter_prob=0.0)
     for view in none(dict(inputs=imgs, data_samples=None), True)['inputs']:
         torch.testing.assert_close(view, norm)
@@ -67,7 +68,10 @@ def test_preprocessor_rejects_multiview_input():
     (dict(flip_prob=1.5), 'flip_prob'),
     (dict(jitter_prob=-0.1), 'jitter_prob'),
     (dict(brightness=-1.0), 'brightness'),
-    (dict(crop_scale=(0.9, 0.5)), 'scale'),
+    (dict(scale=(0.9, 0.5)), 'scale'),
+    (dict(blur_sigma=(0.0, 1.0)), 'blur_sigma'),
+    (dict(grayscale_prob=2.0), 'grayscale_prob'),
+    (dict(solarize_prob=-1.0), 'solarize_prob'),
 ])
 def test_preprocessor_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):

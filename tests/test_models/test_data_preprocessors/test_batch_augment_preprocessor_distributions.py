@@ -190,7 +190,7 @@ def test_box_readout_recovers_known_boxes():
     1 % of the side and 0.5 px of the centre."""
     import mmcv
 
-    from pmsn_mm.models.data_preprocessors import resized_crop_flip
+    from tests._views import crop_boxes_out
     height, width = GEOMETRY_HW
     rgb = coordinate_image(height, width)
     rng = np.random.default_rng(0)
@@ -204,7 +204,7 @@ def test_box_readout_recovers_known_boxes():
         mmcv.imresize(rgb[t:t + h, x:x + w], (32, 32), backend='pillow')
         for t, x, h, w in boxes]).astype(np.float64)
     flip = torch.arange(20) % 2 == 1
-    device = resized_crop_flip(
+    device = crop_boxes_out(
         torch.from_numpy(rgb).permute(2, 0, 1).float()[None],
         torch.from_numpy(boxes), (32, 32), flip,
         torch.zeros(20, dtype=torch.long)).permute(0, 2, 3, 1).double()

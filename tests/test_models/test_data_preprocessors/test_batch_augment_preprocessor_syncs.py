@@ -19,10 +19,9 @@ from mmpretrain.structures import DataSample
 from pmsn_mm.datasets.padded_collate import padded_collate
 from pmsn_mm.datasets.sample_data import class_image
 from pmsn_mm.engine.op_counter import OpCounter
-from pmsn_mm.models.data_preprocessors import (BatchAugmentPreprocessor,
-                                               color_jitter,
-                                               sample_color_params)
-from pmsn_mm.models.data_preprocessors.batch_augment import rotate_hue
+from pmsn_mm.models.data_preprocessors import BatchAugmentPreprocessor
+from pmsn_mm.models.data_preprocessors.views import color_jitter, rotate_hue
+from tests._views import draw_color_params
 
 pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
@@ -214,7 +213,7 @@ def test_batched_jitter_is_each_images_own_chain(strengths: Sequence[float]):
     jittered come back bit for bit."""
     gen = torch.Generator().manual_seed(0)
     images = torch.rand(256, 3, 6, 6, generator=gen) * 255
-    params = sample_color_params(256, *strengths, prob=0.8, generator=gen)
+    params = draw_color_params(256, *strengths, prob=0.8, generator=gen)
     out = color_jitter(images, params)
     diff = (out - per_image_chain(images, params)).abs()
     assert (diff > 1e-2).float().mean() < 1e-3, diff.max()

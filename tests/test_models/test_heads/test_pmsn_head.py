@@ -43,20 +43,25 @@ def test_default_loss_and_config():
 def test_loss_uses_prototype_parameter():
     head = PMSNHead(num_prototypes=6, in_channels=8)
     anchors, targets = torch.randn(8, 8), torch.randn(4, 8)
-    expected = head.loss_module(head.log_probabilities(anchors),
-                                head.probabilities(targets).detach(),
-                                head.prior.probs.float(),
-                                prior_is_uniform=True)
+    expected, expected_stats = head.loss_module(
+        head.log_probabilities(anchors),
+        head.probabilities(targets).detach(), head.prior.probs.float())
+    assert head.step_statistics() is None  # before the first step
     out = head.loss(anchors, targets)
-    assert set(out) == set(expected) - {'mean_probs', 'prototypes_used'}
+    assert set(out) == set(expected)
     for key in out:
         torch.testing.assert_close(out[key], expected[key])
     assert out['loss_ce'].grad_fn is not None
-    # the step's global statistics stay with the head, for the usage hook
-    torch.testing.assert_close(head.step_usage['mean_probs'],
+    # the step's global statistics: one method of the head, for the hook
+    stats = head.step_statistics()
+    torch.testing.assert_close(stats.mean_probs,
                                head.probabilities(anchors).mean(dim=0))
-    assert torch.equal(head.step_usage['prototypes_used'],
-                       expected['prototypes_used'])
+    assert torch.equal(stats.prototypes_used,
+                       expected_stats.prototypes_used)
+    assert stats.usage is None  # a fixed prior learns nothing
+    head.eval()
+    head.loss(anchors[:4], targets[:2])
+    assert head.step_statistics() is stats  # evaluation keeps the last
 
 
 def test_probabilities_and_prior_by_hand():
@@ -110,10 +115,10 @@ def test_learned_prior_is_updated_by_the_head_in_training_only():
     before = {k: v.clone() for k, v in head.prior.state_dict().items()}
     # the loss is a function of tensors: it returns the usage, changes
     # nothing
-    out = head.loss_module(head.log_probabilities(anchors),
-                           head.probabilities(targets).detach(),
-                           head.prior.probs.float(), return_usage=True)
-    assert out['usage'].shape == (5, )
+    out, step = head.loss_module(head.log_probabilities(anchors),
+                                 head.probabilities(targets).detach(),
+                                 head.prior.probs.float(), return_usage=True)
+    assert step.usage.shape == (5, ) and 'usage' not in out
     for k, v in head.prior.state_dict().items():
         assert torch.equal(v, before[k]), k
     head.eval()
@@ -126,7 +131,7 @@ def test_learned_prior_is_updated_by_the_head_in_training_only():
     # momentum 0: tau is the fit of this step's usage alone (bounded)
     from pmsn_mm.models.priors import fit_power_law_exponent
     tau_fit, _ = fit_power_law_exponent(
-        out['usage'].sort(descending=True).values)
+        step.usage.sort(descending=True).values)
     torch.testing.assert_close(head.prior.tau, tau_fit.clamp(0, 1))
     w = torch.arange(1, 6, dtype=torch.float64)**-head.prior.tau
     torch.testing.assert_close(head.prior.probs, w / w.sum())

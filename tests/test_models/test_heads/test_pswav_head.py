@@ -172,15 +172,15 @@ def test_loss_module_never_mutates_the_prior():
     head.normalize_prototypes()
     prototypes = head.prototypes.detach().clone()
     before = _buffers(head.prior)
-    out = head.loss_module(
+    out, stats = head.loss_module(
         _x(total=3).double(),
         head.prototypes,
         head.prior.probs,
-        prior_is_uniform=head.prior.is_uniform,
+        sinkhorn_marginal=head.prior.sinkhorn_marginal(),
         return_usage=True)
     _assert_buffers_equal(head.prior, before)
     assert torch.equal(head.prototypes.detach(), prototypes)
-    usage = out['usage']
+    usage = stats.usage
     assert usage.shape == (K, ) and usage.dtype == torch.float64
     assert usage.sum().item() == pytest.approx(1.0)
     assert not any(k.startswith('prior_') for k in out)

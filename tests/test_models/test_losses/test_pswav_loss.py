@@ -99,9 +99,14 @@ def test_head_equals_stateless_loss_call(tau):
     head = _head(weight, prior=dict(type='PowerLawPrior', tau=tau),
                  num_crops=[3])
     out = head.loss(x)
-    direct = loss(x, F.normalize(weight, dim=1), _power_law(5, tau),
-                  prior_is_uniform=tau == 0.0)
+    prior = _power_law(5, tau)
+    direct, stats = loss(x, F.normalize(weight, dim=1), prior,
+                         sinkhorn_marginal=None if tau == 0.0 else prior)
     assert set(direct) == set(out)
+    # the head asks the prior for the marginal: None for a uniform one
+    assert (head.prior.sinkhorn_marginal() is None) == (tau == 0.0)
+    assert torch.equal(head.step_statistics().prototypes_used,
+                       stats.prototypes_used)
     for key, value in direct.items():
         torch.testing.assert_close(out[key], value, rtol=0, atol=0)
 
@@ -252,14 +257,14 @@ def test_return_usage_is_the_mean_pre_sinkhorn_code():
     x, weight = _inputs(bs=6, total=3)
     loss = PSwAVLoss(crops_for_assign=[0, 2], num_crops=[3])
     w = F.normalize(weight, dim=1)
-    out = loss(x, w, _power_law(5, 0.3), return_usage=True)
+    _, stats = loss(x, w, _power_law(5, 0.3), return_usage=True)
     scores = x @ w.T
     soft = torch.cat([F.softmax(scores[:6] / 0.05, dim=1),
                       F.softmax(scores[12:] / 0.05, dim=1)])
-    assert out['usage'].dtype == torch.float64
-    assert not out['usage'].requires_grad
-    torch.testing.assert_close(out['usage'], soft.mean(dim=0))
-    assert 'usage' not in loss(x, w, _power_law(5, 0.3))
+    assert stats.usage.dtype == torch.float64
+    assert not stats.usage.requires_grad
+    torch.testing.assert_close(stats.usage, soft.mean(dim=0))
+    assert loss(x, w, _power_law(5, 0.3))[1].usage is None
 
 
 # --- validation: one test per check -------------------------------------

@@ -1,0 +1,190 @@
+"""What one view augmentation is: its settings, their defaults and checks,
+the random numbers it reads, and how it applies itself to a batch of views.
+
+A view group (``BatchAugmentPreprocessor(views=[...])``) is ``num_views``
+random views of every image with the same augmentations. Each augmentation
+(crop + resize + flip, colour jitter, grayscale, blur, solarize) is one
+:class:`ViewAugment` in a file of its own; the pre-processor runs them in
+the order of :data:`~pmsn_mm.models.data_preprocessors.views.AUGMENTS`.
+
+Random numbers: a group draws one tensor of uniforms of shape
+``(views * images, width)`` (one call), and each augmentation reads its own
+:attr:`ViewAugment.columns` of it (the layout is fixed, so that a seed
+gives the views it always gave); an augmentation may draw more in
+:meth:`ViewAugment.draw`, which runs for every augmentation, in order,
+before that shared draw.
+"""
+from dataclasses import dataclass, field
+from typing import (Any, Callable, ClassVar, Dict, Hashable, Optional, Tuple,
+                    Union, cast)
+
+import torch
+from torch import Tensor
+
+_CONSTANTS: Dict[Tuple[Hashable, torch.dtype, torch.device], Tensor] = {}
+
+
+def device_constant(key: Hashable, device: Union[str, torch.device],
+                    build: Callable[[], Any],
+                    dtype: torch.dtype = torch.float32) -> Tensor:
+    """A small constant tensor on ``device``, built once and cached.
+
+    The first call per ``(key, device)`` uploads ``build()`` (a nested list
+    or a CPU tensor); later calls return the cached tensor: no host-to-device
+    copy per step.
+
+    Args:
+        key: Hashable name of the constant, unique to its values.
+        device: Where the constant lives.
+        build: Returns the values.
+        dtype: dtype of the tensor.
+
+    Returns:
+        The cached tensor (never modify it in place).
+    """
+    device = torch.device(device)
+    full_key = (key, dtype, device)
+    cached = _CONSTANTS.get(full_key)
+    if cached is None:
+        values = build()
+        cached = (values if isinstance(values, Tensor) else
+                  torch.tensor(values, dtype=dtype)).to(device=device,
+                                                        dtype=dtype)
+        _CONSTANTS[full_key] = cached
+    return cached
+
+
+@dataclass
+class ViewDraws:
+    """The random numbers of one view group of one batch.
+
+    Attributes:
+        num: Images in the batch (N).
+        views: Views per image (V); view ``v`` of image ``i`` is row
+            ``v * N + i`` of every per-view tensor (view-major).
+        device: Where the batch is.
+        generator: The group's generator (None: torch's global one).
+        heights: Long tensor of shape (N,), each image's height.
+        widths: Long tensor of shape (N,), each image's width.
+        uniforms: Tensor of shape (V * N, width) uniform in [0, 1), the
+            group's shared draw (set after every :meth:`ViewAugment.draw`).
+        extra: What augmentations drew for themselves, by name.
+        coin_probs: Column -> probability of every augmentation's coin
+            (:attr:`ViewAugment.coin_prob`); contiguous columns are compared
+            with their probabilities in one op, once per group.
+    """
+    num: int
+    views: int
+    device: torch.device
+    generator: Optional[torch.Generator]
+    heights: Tensor
+    widths: Tensor
+    uniforms: Optional[Tensor] = None
+    extra: Dict[str, Any] = field(default_factory=dict)
+    coin_probs: Dict[int, float] = field(default_factory=dict)
+    _coins: Optional[Tensor] = field(default=None, repr=False)
+
+    def _all_coins(self) -> Optional[Tensor]:
+        """Every coin of the group, (V * N, columns), from one comparison
+        (None unless the coin columns are contiguous)."""
+        columns = sorted(self.coin_probs)
+        if self._coins is None and columns == list(
+                range(columns[0], columns[-1] + 1)):
+            assert self.uniforms is not None, 'draw before the coins'
+            probs = tuple(self.coin_probs[c] for c in columns)
+            self._coins = self.uniforms[:, columns[0]:columns[-1] + 1] < \
+                device_constant(('view coins', probs), self.device,
+                                lambda: list(probs))
+        return self._coins
+
+    def coin(self, column: int, prob: float, name: str) -> Tensor:
+        """Bool tensor of shape (V * N,): column ``column`` of the shared
+        draw below ``prob`` (an augmentation applied with probability
+        ``prob``, per view).
+
+        Args:
+            column: A column of :attr:`uniforms`.
+            prob: The probability (a device constant, cached by ``name``).
+            name: Name of the constant.
+        """
+        if self.coin_probs.get(column) == prob:
+            coins = self._all_coins()
+            if coins is not None:
+                return coins[:, column - min(self.coin_probs)]
+        uniforms = cast(Tensor, self.uniforms)  # drawn before the coins
+        return uniforms[:, column] < device_constant(
+            (name, prob), self.device, lambda: prob)
+
+
+class ViewAugment:
+    """One augmentation of a view group (subclass it in a file of its own and
+    add it to :data:`~pmsn_mm.models.data_preprocessors.views.AUGMENTS`).
+
+    Attributes:
+        defaults: The group settings it reads and their defaults (no effect
+            unless asked for); their names are the keys of ``views=[...]``.
+        columns: The columns of the group's shared uniform draw it reads.
+        recipe_extra: Fields of the recipe tables (``views.<i>.<field>``)
+            that describe how it applies its settings (e.g.
+            ``interpolation``), with :meth:`recipe` giving their values.
+        unrecorded: Settings that the recipe tables do not record.
+        coin_prob: The setting that is the probability of the coin in
+            ``columns[0]`` (:meth:`ViewDraws.coin`), if it tosses one.
+    """
+
+    defaults: ClassVar[Dict[str, Any]] = {}
+    columns: ClassVar[Tuple[int, ...]] = ()
+    recipe_extra: ClassVar[Tuple[str, ...]] = ()
+    unrecorded: ClassVar[Tuple[str, ...]] = ()
+    coin_prob: ClassVar[Optional[str]] = None
+
+    def check(self, group: Dict[str, Any], where: str) -> Dict[str, Any]:
+        """Its settings of ``group`` (defaults filled in) checked.
+
+        Args:
+            group: The group's settings, its own among them.
+            where: Name of the group for messages, e.g. ``'views[1]'``.
+
+        Returns:
+            The checked values of :attr:`defaults`' keys.
+
+        Raises:
+            ValueError: Naming the setting, its value and what is allowed.
+        """
+        return {k: group[k] for k in self.defaults}
+
+    def enabled(self, group: Dict[str, Any]) -> bool:
+        """Whether it can change a view of this (checked) group at all."""
+        return True
+
+    def draw(self, draws: ViewDraws, group: Dict[str, Any]) -> None:
+        """Draw what the shared uniforms do not hold (into ``draws.extra``);
+        runs before the shared draw. Default: nothing.
+
+        Args:
+            draws: The group's draws so far.
+            group: The checked group.
+        """
+
+    def apply(self, images: Tensor, group: Dict[str, Any],
+              draws: ViewDraws) -> Tensor:
+        """Apply itself to the views.
+
+        Args:
+            images: Float tensor in [0, 255]: the views, shape
+                (V * N, C, h, w) (the first augmentation, the crop, gets the
+                batch of shape (N, C, H, W) and returns the views).
+            group: The checked group.
+            draws: The group's draws.
+
+        Returns:
+            The augmented views, shape (V * N, C, h, w).
+        """
+        raise NotImplementedError
+
+    def recipe(self, group: Dict[str, Any]) -> Dict[str, Any]:
+        """Its fields of the recipe tables for this (checked) group: its
+        recorded settings, then :attr:`recipe_extra`. Default: the
+        settings as they are, no extra field."""
+        return {k: group[k] for k in self.defaults
+                if k not in self.unrecorded}

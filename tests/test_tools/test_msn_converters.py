@@ -1,0 +1,87 @@
+"""tools/model_converters/msn_to_pmsn.py and pmsn_to_msn.py on the official
+fixture (tests/fixtures/msn_official/): one-line reports, the files they
+write, the round trip through files, refusals without a traceback."""
+import os.path as osp
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from pmsn_mm.apis.msn_checkpoints import load_msn_checkpoint
+from tests._configs import REPO
+from tests._tools import load_tool
+
+FIXTURES = osp.join(REPO, 'tests', 'fixtures', 'msn_official')
+TO_PMSN = 'tools/model_converters/msn_to_pmsn.py'
+TO_MSN = 'tools/model_converters/pmsn_to_msn.py'
+
+
+@pytest.mark.parametrize('case', ['vit-narrow-p16', 'vit-narrow-p4'])
+def test_official_to_pmsn_to_official_through_files(case, tmp_path, capsys):
+    src = osp.join(FIXTURES, f'{case}.pth.tar')
+    dst = str(tmp_path / 'out' / 'msn_pmsn.pth')
+    report = load_tool(TO_PMSN).main([src, dst, '--num-heads', '2'])
+    printed = capsys.readouterr().out.strip().splitlines()
+    assert printed == [report]  # one line
+    assert 'ViT of width 8' in report and '12 prototypes' in report
+    assert 'epoch 800' in report and 'target encoder' in report
+    backbone = str(tmp_path / 'out' / 'msn_pmsn_backbone.pth')
+    assert f'-> {dst}' in report and backbone in report
+    pmsn = torch.load(dst, weights_only=True)
+    assert 'head.prototypes' in pmsn['state_dict']
+    assert "'MSNViT'" in pmsn['meta']['cfg']  # heads known: a config
+    saved = torch.load(backbone, weights_only=True)['state_dict']
+    assert all(k.startswith('backbone.') for k in saved)
+    # the backbone file is the target encoder
+    assert torch.equal(saved['backbone.cls_token'],
+                       pmsn['state_dict']['target_net.module.0.cls_token'])
+
+    back = str(tmp_path / 'back.pth.tar')
+    line = load_tool(TO_MSN).main([dst, back])
+    assert capsys.readouterr().out.strip() == line
+    assert 'official MSN format' in line
+    source, again = load_msn_checkpoint(src), load_msn_checkpoint(back)
+    assert list(again) == list(source)
+    for field in ('encoder', 'target_encoder'):
+        assert list(again[field]) == list(source[field])
+        assert all(torch.equal(again[field][k], v)
+                   for k, v in source[field].items())
+    assert torch.equal(again['prototypes'], source['prototypes'])
+    assert again['opt'] == source['opt']
+
+
+def test_online_backbone_and_module_prefix_options(tmp_path, capsys):
+    src = osp.join(FIXTURES, 'vit-narrow-p4.pth.tar')  # bare keys
+    dst, bb = str(tmp_path / 'p.pth'), str(tmp_path / 'online.pth')
+    report = load_tool(TO_PMSN).main(
+        [src, dst, '--backbone-out', bb, '--online', '--no-opt'])
+    assert 'online encoder' in report and 'heads unknown' in report
+    pmsn = torch.load(dst, weights_only=True)
+    assert pmsn['msn_official']['opt'] is None
+    assert torch.equal(
+        torch.load(bb, weights_only=True)['state_dict']['backbone.cls_token'],
+        pmsn['state_dict']['backbone.cls_token'])
+    back = str(tmp_path / 'b.pth.tar')
+    load_tool(TO_MSN).main([dst, back, '--module-prefix'])
+    assert all(k.startswith('module.')
+               for k in load_msn_checkpoint(back)['encoder'])
+    capsys.readouterr()
+
+
+def test_refusals_are_one_message_without_a_traceback(tmp_path):
+    backbone = str(tmp_path / 'backbone.pth')
+    torch.save(dict(state_dict={'backbone.cls_token': torch.zeros(1, 1, 8)},
+                    meta={}), backbone)
+    run = subprocess.run(
+        [sys.executable, osp.join(REPO, TO_PMSN), backbone,
+         str(tmp_path / 'x.pth')], capture_output=True, text=True, cwd=REPO)
+    assert run.returncode == 1
+    assert 'Traceback' not in run.stderr
+    assert run.stderr.startswith('ValueError: ')
+    assert 'is not an official MSN checkpoint' in run.stderr
+    assert "'state_dict'" in run.stderr
+    # the same handling in pmsn_to_msn.py (run in-process here)
+    with pytest.raises(ValueError, match='has no head.prototypes'):
+        load_tool(TO_MSN).main([backbone, str(tmp_path / 'x.pth.tar')])
+    assert not osp.exists(str(tmp_path / 'x.pth.tar'))
