@@ -55,34 +55,10 @@ view_pipeline1 = [
         prob=0.5),
     dict(type='RandomFlip', prob=0.5),
 ]
+# the 96 px crops: the same chain after a smaller crop
 view_pipeline2 = [
-    dict(
-        type='RandomResizedCrop',
-        scale=96,
-        crop_ratio_range=(0.05, 0.14),
-        backend='pillow'),
-    dict(
-        type='RandomApply',
-        transforms=[
-            dict(
-                type='ModuloHueColorJitter',
-                brightness=0.8,
-                contrast=0.8,
-                saturation=0.8,
-                hue=0.2)
-        ],
-        prob=0.8),
-    dict(
-        type='RandomGrayscale',
-        prob=0.2,
-        keep_channels=True,
-        channel_weights=(0.114, 0.587, 0.2989)),
-    dict(
-        type='GaussianBlur',
-        magnitude_range=(0.1, 2.0),
-        magnitude_std='inf',
-        prob=0.5),
-    dict(type='RandomFlip', prob=0.5),
+    dict(view_pipeline1[0], scale=96, crop_ratio_range=(0.05, 0.14)),
+    *view_pipeline1[1:],
 ]
 train_pipeline = [
     dict(type='CheckedLoadImageFromFile'),

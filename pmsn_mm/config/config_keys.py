@@ -45,7 +45,8 @@ from typing import Any, Iterable, List, Mapping, Optional, Tuple
 from torch import nn
 
 from .config_types import (TOP_KEY_REGISTRIES, format_key_path,
-                           iter_config_types, preferred_registry)
+                           iter_config_types, preferred_registry,
+                           registry_descendants)
 from .errors import ConfigCheckError
 
 #: Keys whose dicts their own builders read (``build_norm_layer``,
@@ -235,22 +236,13 @@ def _optim_constructor(node: Mapping, scope: str) -> Optional[type]:
     if not isinstance(name, str):
         return None
     registry = OPTIM_WRAPPER_CONSTRUCTORS
-    for child in _descendants(OPTIM_WRAPPER_CONSTRUCTORS):
+    for child in registry_descendants(OPTIM_WRAPPER_CONSTRUCTORS):
         if child.scope == scope:
             registry = child
     cls = _resolve(registry, name)
     if cls is None or not issubclass(cls, DefaultOptimWrapperConstructor):
         return None
     return cls
-
-
-def _descendants(registry: Any) -> List[Any]:
-    out, stack = [], [registry]
-    while stack:
-        node = stack.pop()
-        out.append(node)
-        stack.extend(node.children.values())
-    return out
 
 
 def _node_at(cfg: Any, path: Tuple[Any, ...]) -> Mapping:

@@ -179,7 +179,15 @@ def _registry_tree() -> List[Any]:
                 pass
 
 
-def _descendants(registry: Any) -> List[Any]:
+def registry_descendants(registry: Any) -> List[Any]:
+    """A registry and every registry below it (mmengine's ``children``).
+
+    Args:
+        registry: An mmengine ``Registry``.
+
+    Returns:
+        The registries, the given one first.
+    """
     out, stack = [], [registry]
     while stack:
         node = stack.pop()
@@ -333,7 +341,7 @@ def check_config_types(cfg: Any) -> None:
             root = getattr(module, preferred[1], None)
             if root is not None:
                 kind = root.name
-                close = closest_names(name, _names(_descendants(root)))
+                close = closest_names(name, _names(registry_descendants(root)))
         if not close:
             kind, close = None, closest_names(name, everything)
         # keep the scope where the name is found through it

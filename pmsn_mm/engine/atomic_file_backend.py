@@ -11,12 +11,13 @@ Registered with mmengine's file-backend registry as ``'atomic_local'``;
 ``CheckpointHook(backend_args=dict(backend='atomic_local'))`` (set in
 ``configs/_base_/default_runtime.py``) saves checkpoints through it.
 """
+import io
 import os
 import os.path as osp
 import shutil
 import uuid
 from pathlib import Path
-from typing import Union
+from typing import Any, Union
 
 from mmengine.fileio import LocalBackend, register_backend
 from mmengine.fileio.backends import backends as _registered_backends
@@ -56,6 +57,21 @@ def atomic_write_bytes(data: bytes, filepath: Union[str, Path]) -> None:
             raise OSError(error.errno, write_error_message(
                 error, filepath, len(data))) from error
         raise
+
+
+def atomic_torch_save(obj: Any, filepath: Union[str, Path]) -> None:
+    """``torch.save`` written with :func:`atomic_write_bytes`: ``filepath``
+    holds the previous file or the whole new one, never a partial one (the
+    model converters' outputs).
+
+    Args:
+        obj: What ``torch.save`` writes.
+        filepath: Destination; its folder is created if needed.
+    """
+    import torch
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    atomic_write_bytes(buffer.getvalue(), filepath)
 
 
 def write_error_message(error: OSError, filepath: str, size: int) -> str:

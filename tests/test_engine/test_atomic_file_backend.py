@@ -8,6 +8,7 @@ from mmengine.fileio import get_file_backend
 from mmengine.runner.checkpoint import save_checkpoint
 
 from pmsn_mm.engine.atomic_file_backend import (AtomicLocalBackend,
+                                                atomic_torch_save,
                                                 atomic_write_bytes,
                                                 register_atomic_backend)
 
@@ -18,6 +19,20 @@ def test_write_replaces_the_file_and_leaves_no_temporary(tmp_path):
     atomic_write_bytes(b'new', target)
     assert target.read_bytes() == b'new'
     assert os.listdir(tmp_path / 'sub') == ['ckpt.pth']
+
+
+def test_torch_save_writes_whole_files_or_nothing(tmp_path):
+    """What the model converters write: the saved object loads back; an
+    object torch cannot save leaves the earlier file as it was."""
+    target = tmp_path / 'out' / 'model.pth'
+    atomic_torch_save({'w': torch.arange(3.0)}, target)
+    assert torch.equal(torch.load(target, weights_only=True)['w'],
+                       torch.arange(3.0))
+    with pytest.raises(Exception):
+        atomic_torch_save({'f': lambda: 0}, target)  # not picklable
+    assert torch.equal(torch.load(target, weights_only=True)['w'],
+                       torch.arange(3.0))
+    assert os.listdir(tmp_path / 'out') == ['model.pth']
 
 
 def test_permissions_are_those_of_a_normal_file(tmp_path):

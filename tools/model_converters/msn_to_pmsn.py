@@ -31,16 +31,13 @@ Examples:
         msn_vitb4.pth --backbone-out msn_vitb4_online.pth --online
 """
 import argparse
-import io
-import os
 import os.path as osp
 import sys
-from typing import Dict, List, Optional
-
-import torch
+from typing import List, Optional
 
 from pmsn_mm.apis.msn_checkpoints import (load_msn_checkpoint, msn_to_pmsn,
                                           released_name)
+from pmsn_mm.engine.atomic_file_backend import atomic_torch_save
 
 
 def default_backbone_out(dst: str) -> str:
@@ -54,17 +51,6 @@ def default_backbone_out(dst: str) -> str:
     """
     stem, ext = osp.splitext(dst)
     return f'{stem}_backbone{ext or ".pth"}'
-
-
-def _save(obj: Dict, dst: str) -> None:
-    """``torch.save`` through a temporary file and a rename (never a
-    partial file at ``dst``)."""
-    from pmsn_mm.engine.atomic_file_backend import atomic_write_bytes
-    if osp.dirname(dst):
-        os.makedirs(osp.dirname(dst), exist_ok=True)
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
-    atomic_write_bytes(buffer.getvalue(), dst)
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -118,8 +104,8 @@ def main(argv: Optional[List[str]] = None) -> str:
     pmsn, backbone, arch = msn_to_pmsn(
         checkpoint, osp.basename(args.src), num_heads=args.num_heads,
         keep_opt=not args.no_opt, online=args.online)
-    _save(pmsn, args.dst)
-    _save(backbone, backbone_out)
+    atomic_torch_save(pmsn, args.dst)
+    atomic_torch_save(backbone, backbone_out)
     epoch = pmsn['msn_official']['fields'].get('epoch')
     released = released_name(args.src)
     report = (

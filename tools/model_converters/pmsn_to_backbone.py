@@ -26,7 +26,6 @@ Examples:
     python tools/model_converters/pmsn_to_backbone.py CKPT vit_timm.pth --timm
 """
 import argparse
-import io
 import os
 import os.path as osp
 from collections import OrderedDict
@@ -37,6 +36,7 @@ import torch
 # the key map shared with the MSN converters (kept importable from here)
 from pmsn_mm.apis.vit_keys import TIMM_RULES  # noqa: F401
 from pmsn_mm.apis.vit_keys import mmpretrain_vit_to_timm
+from pmsn_mm.engine.atomic_file_backend import atomic_torch_save
 
 #: Key prefix of the online encoder in PMSN/MSN (and any mmpretrain) models.
 ONLINE_PREFIX = 'backbone.'
@@ -222,7 +222,7 @@ def convert(src: str,
         os.makedirs(osp.dirname(dst), exist_ok=True)
     if to_timm:
         backbone = mmpretrain_vit_to_timm(backbone)
-        _save(backbone, dst)
+        atomic_torch_save(backbone, dst)
         return backbone
     keys = backbone if strip_prefix else OrderedDict(
         (ONLINE_PREFIX + k, v) for k, v in backbone.items())
@@ -230,17 +230,8 @@ def convert(src: str,
         source=osp.abspath(src),
         encoder='target' if target else 'online',
         source_prefix=prefix)
-    _save({'state_dict': keys, 'meta': meta}, dst)
+    atomic_torch_save({'state_dict': keys, 'meta': meta}, dst)
     return backbone
-
-
-def _save(obj: Any, dst: str) -> None:
-    """``torch.save`` through a temporary file and a rename, so that ``dst``
-    holds the previous file or the whole new one, never a partial one."""
-    from pmsn_mm.engine.atomic_file_backend import atomic_write_bytes
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
-    atomic_write_bytes(buffer.getvalue(), dst)
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:

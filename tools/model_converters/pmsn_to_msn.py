@@ -22,8 +22,6 @@ Examples:
         --fname pmsn_vits16_msn-format.pth.tar --model-name deit_small ...
 """
 import argparse
-import io
-import os
 import os.path as osp
 import sys
 from typing import Dict, List, Optional
@@ -31,6 +29,7 @@ from typing import Dict, List, Optional
 import torch
 
 from pmsn_mm.apis.msn_checkpoints import pmsn_to_msn, read_msn_checkpoint
+from pmsn_mm.engine.atomic_file_backend import atomic_torch_save
 
 
 def load_pmsn_checkpoint(path: str) -> Dict:
@@ -99,12 +98,7 @@ def main(argv: Optional[List[str]] = None) -> str:
     # the same checks as a file read by msn_to_pmsn.py: what is written is
     # an official checkpoint this project can read back
     arch = read_msn_checkpoint(official, args.dst).arch
-    if osp.dirname(args.dst):
-        os.makedirs(osp.dirname(args.dst), exist_ok=True)
-    from pmsn_mm.engine.atomic_file_backend import atomic_write_bytes
-    buffer = io.BytesIO()
-    torch.save(official, buffer)
-    atomic_write_bytes(buffer.getvalue(), args.dst)
+    atomic_torch_save(official, args.dst)
     tensors = len(official['encoder']) + len(official['target_encoder']) + 1
     epoch = official.get('epoch')
     prefixed = next(iter(official['encoder'])).startswith('module.')
