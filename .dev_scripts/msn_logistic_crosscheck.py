@@ -31,10 +31,17 @@ Steps, all on the CPU:
    regression, ``lambd`` 0.0025 as the README's command);
 4. pmsn_mm: the same images' features from the checkpoint's target encoder
    in the ``vit-small-p16-msn-lastcls`` model (max difference printed),
-   then (a) the official solver's problem solved by scikit-learn (rows
-   centred and L2-normalised, no intercept, ``C = 1 / (N * lambd / N)``)
-   and (b) pmsn_mm's ``LogisticRegressionAccuracy`` protocol
-   (L2-normalised, intercept, C chosen on a split of the training images).
+   then (a) the official problem as pmsn_mm's
+   ``MSNLogisticRegressionAccuracy`` solves it
+   (:func:`pmsn_mm.evaluation.functional.msn_logistic.
+   evaluate_msn_logistic`: rows centred and L2-normalised, no intercept,
+   scikit-learn with ``C = 1 / lambd``) and (b) pmsn_mm's own
+   ``LogisticRegressionAccuracy`` protocol (L2-normalised, intercept, C
+   chosen on a split of the training images).
+
+The solvers are compared on a larger problem (100 classes, 1 / 2 / 5
+images per class, 1,200 test points, several ``lambd``) by
+``msn_logistic_solver_crosscheck.py``, which uses this file's shim.
 
 Usage::
 
@@ -74,12 +81,13 @@ def cyanure_shim() -> types.ModuleType:
                 solver=solver, random_state=seed, max_iter=max_epochs,
                 n_threads=nthreads, verbose=False,
                 duality_gap_interval=it0)
-            self.clf.fit(np.ascontiguousarray(X, dtype=np.float64), y)
+            # the array's own dtype (float32 features), as the official
+            # script hands it to cyanure
+            self.clf.fit(np.ascontiguousarray(X), y)
             return self
 
         def score(self, X, y):
-            return self.clf.score(np.ascontiguousarray(X, dtype=np.float64),
-                                  y)
+            return self.clf.score(np.ascontiguousarray(X), y)
 
     def old_preprocess(X, normalize=True, columns=False, centering=False):
         array = X.numpy() if isinstance(X, torch.Tensor) else X
@@ -179,24 +187,6 @@ def our_features(checkpoint: str, images: torch.Tensor) -> torch.Tensor:
         return model.extract_feat(images)[-1]
 
 
-def sklearn_official(train: Tuple, test: Tuple, lambd: float) -> float:
-    """The official problem (rows centred + L2-normalised, L2 multinomial
-    logistic regression without intercept, cyanure's objective
-    ``mean(loss) + lambda / 2 ||W||^2`` with ``lambda = lambd / N``) by
-    scikit-learn: ``C = 1 / (N * lambda) = 1 / lambd``."""
-    from sklearn.linear_model import LogisticRegression
-
-    def prep(x):
-        x = x.double().numpy()
-        x = x - x.mean(1, keepdims=True)
-        return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-    clf = LogisticRegression(C=1.0 / lambd, fit_intercept=False,
-                             tol=1e-8, max_iter=10000)
-    clf.fit(prep(train[0]), train[1].numpy())
-    return float((clf.predict(prep(test[0])) == test[1].numpy()).mean())
-
-
 def main(argv: List[str] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--msn-root', required=True)
@@ -215,6 +205,8 @@ def main(argv: List[str] = None) -> None:
     from pmsn_mm.apis.msn_checkpoints import pmsn_to_msn
     from pmsn_mm.evaluation.functional.logistic_regression import \
         select_and_evaluate
+    from pmsn_mm.evaluation.functional.msn_logistic import \
+        evaluate_msn_logistic
     work = tempfile.mkdtemp(prefix='msn_crosscheck_')
     n_train, n_test = split_folder(osp.abspath(args.data),
                                    osp.join(work, 'data'))
@@ -255,9 +247,11 @@ def main(argv: List[str] = None) -> None:
         rank=0, root_path=osp.join(work, 'data'), image_folder='',
         training=False, copy_data=False, drop_last=False)[0]])
     ours_test = our_features(checkpoint, test_images)
-    sk = sklearn_official((ours, train_y), (ours_test, test_y), args.lambd)
-    print('the official problem by scikit-learn (centred, normalised, no '
-          f'intercept, C = 1/lambd = {1 / args.lambd:g}): {100 * sk:.2f} %')
+    msn = evaluate_msn_logistic(ours, train_y, ours_test, test_y,
+                                lambd=args.lambd)
+    print('pmsn_mm MSNLogisticRegressionAccuracy (the official problem: '
+          'centred, normalised, no intercept, scikit-learn, C = 1/lambd = '
+          f'{1 / args.lambd:g}): {msn.test_accuracy:.2f} %')
     result = select_and_evaluate(ours.numpy(), train_y.numpy(),
                                  ours_test.numpy(), test_y.numpy())
     print('pmsn_mm LogisticRegressionAccuracy (normalised, intercept, C '

@@ -10,10 +10,16 @@ by path (the tests cannot fetch it)::
     python .dev_scripts/msn_official_fixture.py --msn-root ../msn
     python .dev_scripts/msn_official_fixture.py --msn-root ../msn --full
 
-Without ``--full`` it writes ``tests/fixtures/msn_official/`` (``--out``):
-for each narrowed encoder, an official checkpoint saved as the official
-``save_checkpoint`` saves one (``<case>.pth.tar``) and what the official
-code computes from it (``<case>_expected.pt``): the inputs, the CLS
+Without ``--full`` it writes ``tests/fixtures/msn_official/`` (``--out``;
+``--cases`` for some of them only): for each narrowed encoder, an official
+checkpoint saved as the official ``save_checkpoint`` saves one
+(``<case>.pth.tar``), or, for the released case, as the README's downloads
+hold one (the official target encoder's ``state_dict()`` under DDP's
+``module.`` + ``prototypes``, nothing else: facebookresearch/msn issue #7),
+and what the official code computes from it (``<case>_expected.pt``;
+for the released case both "encoders" are that target encoder, as the
+converter makes them, and the training step's online encoder is a copy of
+it): the inputs, the CLS
 features of both encoders (after the final norm), ``forward_blocks`` (the
 official evaluations' lastCLS / concat-n features, before it), the
 projector outputs and prototype logits (eval mode), and one training step's
@@ -28,7 +34,8 @@ a swapped name changes the outputs.
 
 With ``--full`` it builds ViT-S/16 (``deit_small``) and ViT-B/4
 (``deit_base_p4``, its first 2 blocks) with the official ``init_model`` at
-224 px, saves them in the official format, converts them with
+224 px, saves them in the official format (ViT-S/16 also in the released
+layout), converts them with
 :func:`pmsn_mm.apis.msn_checkpoints.msn_to_pmsn`, builds pmsn_mm's model
 from the converted file and prints the largest differences of the CLS
 features, ``forward_blocks`` features, projector outputs and prototype
@@ -62,7 +69,14 @@ CASES = {
         stands_for='deit_base_p4 (ViT-B/4)', patch=4, width=8, depth=2,
         heads=2, img=16, focal=8, hidden=16, out=8, prototypes=12,
         use_bn=False, module_prefix=False, scaling_bias=False),
+    'vit-narrow-p16-released': dict(
+        stands_for='vits16_800ep.pth.tar (ViT-S/16, released layout)',
+        patch=16, width=8, depth=4, heads=2, img=32, focal=16, hidden=16,
+        out=8, prototypes=12, use_bn=True, module_prefix=True,
+        scaling_bias=False, layout='released'),
 }
+#: What the README's downloads hold (facebookresearch/msn issue #7).
+RELEASED_FIELDS = ('target_encoder', 'prototypes')
 BATCH = 3
 NUM_FOCAL = 2
 MASK = 0.15
@@ -122,7 +136,8 @@ def build_narrow(official, case: Dict, seed: int) -> torch.nn.Module:
 
 def official_save_dict(encoder, target, prototypes, case: Dict) -> Dict:
     """The official ``save_checkpoint``'s dict (msn_train.py), with a
-    fresh AdamW state of ``init_opt``'s three groups."""
+    fresh AdamW state of ``init_opt``'s three groups; for a case of the
+    released layout, its ``target_encoder`` and ``prototypes`` alone."""
     prefix = 'module.' if case.get('module_prefix') else ''
 
     def state(model):
@@ -144,7 +159,7 @@ def official_save_dict(encoder, target, prototypes, case: Dict) -> Dict:
         {'params': [prototypes], 'lr': 1e-3, 'LARS_exclude': True,
          'WD_exclude': True, 'weight_decay': 0},
     ]
-    return {
+    save_dict = {
         'encoder': state(encoder),
         'opt': torch.optim.AdamW(groups).state_dict(),
         'prototypes': prototypes.detach().clone(),
@@ -152,6 +167,9 @@ def official_save_dict(encoder, target, prototypes, case: Dict) -> Dict:
         'epoch': 800, 'loss': 2.5, 'batch_size': 64, 'world_size': 32,
         'lr': 1e-3, 'temperature': TAU,
     }
+    if case.get('layout') == 'released':
+        return {k: save_dict[k] for k in RELEASED_FIELDS}
+    return save_dict
 
 
 @torch.no_grad()
@@ -225,6 +243,10 @@ def make_case(official, name: str, case: Dict, out: str) -> Dict:
     target = copy.deepcopy(encoder)
     perturb(encoder.state_dict(), seed + 1)
     perturb(target.state_dict(), seed + 2)
+    if case.get('layout') == 'released':
+        # no online encoder in the file: the converter's online encoder is
+        # the target encoder, so is the official step's here
+        encoder = copy.deepcopy(target)
     gen = torch.Generator().manual_seed(seed + 3)
     bound = (1.0 / case['out'])**0.5  # the official prototype init
     prototypes = torch.nn.Parameter(
@@ -278,7 +300,10 @@ def provenance(official) -> Dict[str, str]:
 
 
 def check_full(official) -> None:
-    """Official vs converted pmsn_mm model at full size (printed)."""
+    """Official vs converted pmsn_mm model at full size (printed): both
+    encoders of the training layout, and for ViT-S/16 both encoders
+    converted from the released layout (target_encoder + prototypes), which
+    must give the official target encoder's outputs."""
     sys.path.insert(0, REPO)
     from mmengine.registry import init_default_scope
     from mmpretrain.registry import MODELS
@@ -287,6 +312,9 @@ def check_full(official) -> None:
     from pmsn_mm.apis.msn_checkpoints import msn_to_pmsn
     _, init_model, _, _ = official
     init_default_scope('mmpretrain')
+    prefixes = {'online': ('backbone.', 'neck.'),
+                'target': ('target_net.module.0.', 'target_net.module.1.')}
+    normed = torch.nn.functional.normalize
     for model_name, blocks in (('deit_small', None), ('deit_base_p4', 2)):
         start = time.time()
         torch.manual_seed(0)
@@ -303,26 +331,32 @@ def check_full(official) -> None:
             torch.empty(1024, 256).uniform_(-1 / 16, 1 / 16))
         ckpt = official_save_dict(encoder, target, prototypes,
                                   dict(module_prefix=True))
-        pmsn, _, arch = msn_to_pmsn(ckpt, model_name)
+        layouts = [('training', ckpt)]
+        if model_name == 'deit_small':  # vits16_800ep.pth.tar's layout
+            layouts.append(('released', official_save_dict(
+                encoder, target, prototypes,
+                dict(module_prefix=True, layout='released'))))
         images = torch.randn(2, 3, 224, 224)
+        wants = {}
         for which, model in (('online', encoder), ('target', target)):
-            want = features(model, images, len(model.blocks))
-            prefix = 'backbone.' if which == 'online' else \
-                'target_net.module.0.'
-            neck_prefix = 'neck.' if which == 'online' else \
-                'target_net.module.1.'
-            got = ours(MODELS, arch, pmsn['state_dict'], prefix, neck_prefix,
-                       images, prototypes)
-            want['logits'] = torch.nn.functional.normalize(
-                want['projector']) @ torch.nn.functional.normalize(
-                    prototypes.detach()).T / TAU
-            for key in ('cls', 'blocks1', 'blocks_n', 'blocks_n_normed',
-                        'projector', 'logits'):
-                err = (got[key] - want[key]).abs().max().item()
-                scale = want[key].abs().max().item()
-                label = model_name + (f' ({blocks} blocks)' if blocks else '')
-                print(f'{label} {which:6s} {key:15s} max |ours - official| '
-                      f'= {err:.2e} (max |official| {scale:.2e})')
+            wants[which] = features(model, images, len(model.blocks))
+            wants[which]['logits'] = normed(wants[which]['projector']) @ \
+                normed(prototypes.detach()).T / TAU
+        label = model_name + (f' ({blocks} blocks)' if blocks else '')
+        for layout, file in layouts:
+            pmsn, _, arch = msn_to_pmsn(file, model_name)
+            for which in ('online', 'target'):
+                # a released file's two encoders are its target encoder
+                want = wants['target' if layout == 'released' else which]
+                got = ours(MODELS, arch, pmsn['state_dict'],
+                           *prefixes[which], images, prototypes)
+                for key in ('cls', 'blocks1', 'blocks_n', 'blocks_n_normed',
+                            'projector', 'logits'):
+                    err = (got[key] - want[key]).abs().max().item()
+                    scale = want[key].abs().max().item()
+                    print(f'{label} {layout:8s} {which:6s} {key:15s} max '
+                          f'|ours - official| = {err:.2e} (max |official| '
+                          f'{scale:.2e})')
         print(f'{model_name}: {arch.describe()} [{time.time() - start:.1f} s]')
 
 
@@ -361,6 +395,9 @@ def main(argv=None) -> None:
     parser.add_argument('--msn-root', required=True,
                         help='checkout of facebookresearch/msn')
     parser.add_argument('--out', default=OUT, help='fixture folder')
+    parser.add_argument('--cases', nargs='+', choices=sorted(CASES),
+                        default=list(CASES),
+                        help='the cases to write (default: all)')
     parser.add_argument('--full', action='store_true',
                         help='check ViT-S/16 and ViT-B/4 (2 blocks) at 224 px '
                         'against the converter instead of writing the '
@@ -370,7 +407,8 @@ def main(argv=None) -> None:
     if args.full:
         check_full(official)
         return
-    for name, case in CASES.items():
+    for name in args.cases:
+        case = CASES[name]
         made = make_case(official, name, case, args.out)
         print(f'{name}: {osp.relpath(made["file"], REPO)} + expected, '
               f'{made["bytes"] / 1024:.0f} KiB')

@@ -16,8 +16,10 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 # (and MKL_NUM_THREADS) to choose the threads per process.
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 
+# tools/torchrun.py is torchrun that holds its own failure messages when a
+# rank refused the run (the refusal is printed once, alone; exit status 1)
 PYTHONPATH="$ROOT:$PYTHONPATH" \
-python -m torch.distributed.run \
+python "$ROOT/tools/torchrun.py" \
     --nnodes=$NNODES \
     --node_rank=$NODE_RANK \
     --master_addr=$MASTER_ADDR \

@@ -18,7 +18,6 @@ keys, as mmpretrain's ``tools/test.py`` does.
 import argparse
 import os
 import os.path as osp
-import sys
 from typing import Tuple
 
 from mmengine.config import Config, DictAction
@@ -28,6 +27,7 @@ from mmpretrain.registry import RUNNERS
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
 from pmsn_mm.config.overrides import check_config_path, check_option_keys
 from pmsn_mm.engine.launcher import end_distributed, exit_after_distributed_run
+from pmsn_mm.utils.refusal import debug_requested, run_command
 
 #: What ``--out`` writes: mmengine's ``DumpResults`` pickles the per-sample
 #: outputs, and accepts only these suffixes.
@@ -55,6 +55,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         choices=['none', 'pytorch', 'slurm', 'mpi'],
         default='none',
         help='job launcher')
+    parser.add_argument(
+        '--debug',
+        action='store_true',
+        help='show the traceback of a refusal (by default a refused run '
+        'prints its message alone and exits with status 1)')
     parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
     args = parser.parse_args(argv)
     if args.out is not None and not args.out.endswith(OUT_SUFFIXES):
@@ -106,9 +111,8 @@ def main(argv=None) -> dict:
 
 
 if __name__ == '__main__':
-    try:
-        finished, _ = run()
-    except pmsn_mm.config.ConfigCheckError as error:  # the message alone
-        sys.exit(f'{type(error).__name__}: {error}')
+    # a refusal is its message alone on stderr, exit status 1 (--debug:
+    # the traceback); see pmsn_mm.utils.refusal
+    finished, _ = run_command(run, debug=debug_requested())
     if finished.distributed:  # see exit_after_distributed_run
         exit_after_distributed_run(finished)

@@ -22,7 +22,6 @@ train pmsn_mm`` run a pmsn_mm config the same.
 import argparse
 import os
 import os.path as osp
-import sys
 
 from mmengine.config import Config, DictAction
 from mmengine.logging import print_log
@@ -33,6 +32,7 @@ import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
 from pmsn_mm.config.overrides import (check_config_path, check_option_keys,
                                       short_run)
 from pmsn_mm.engine.launcher import end_distributed, exit_after_distributed_run
+from pmsn_mm.utils.refusal import debug_requested, run_command
 
 #: Wrappers ``--amp`` turns into mmengine's ``AmpOptimWrapper`` (which
 #: ``PMSNRunner`` runs as ``DeviceAwareAmpOptimWrapper``).
@@ -94,6 +94,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         choices=['none', 'pytorch', 'slurm', 'mpi'],
         default='none',
         help='job launcher')
+    parser.add_argument(
+        '--debug',
+        action='store_true',
+        help='show the traceback of a refusal (by default a refused run '
+        'prints its message alone and exits with status 1)')
     parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
     args = parser.parse_args(argv)
     if 'LOCAL_RANK' not in os.environ:
@@ -159,9 +164,8 @@ def main(argv=None) -> Runner:
 
 
 if __name__ == '__main__':
-    try:
-        finished = main()
-    except pmsn_mm.config.ConfigCheckError as error:  # the message alone
-        sys.exit(f'{type(error).__name__}: {error}')
+    # a refusal is its message alone on stderr, exit status 1 (--debug:
+    # the traceback); see pmsn_mm.utils.refusal
+    finished = run_command(main, debug=debug_requested())
     if finished.distributed:  # see exit_after_distributed_run
         exit_after_distributed_run(finished)

@@ -33,6 +33,11 @@ default_hooks = dict(
     # on a CPU, torch threads for the cores other processes leave free (a
     # busy neighbour otherwise costs a run 3-30x); OMP_NUM_THREADS wins
     cpu_threads=dict(type='CPUThreadsHook'),
+    # SIGTERM/SIGUSR1 (Slurm's warnings before preemption or the time
+    # limit): every rank finishes its iteration, one checkpoint is saved,
+    # the job requeues itself under Slurm, exit status 75; the same command
+    # resumes (docs/distributed.md)
+    preemption=dict(type='PreemptionHook'),
     # the latest validation's metrics as the log's last line
     final_val_metrics=dict(type='FinalValMetricsHook'),
 )

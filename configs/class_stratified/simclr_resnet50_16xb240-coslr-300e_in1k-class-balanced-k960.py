@@ -110,4 +110,7 @@ train_cfg = dict(max_epochs=max_epochs)
 auto_scale_lr = dict(base_batch_size=3840, enable=False)
 default_hooks = dict(
     cpu_threads=dict(type='CPUThreadsHook'),
+    # SIGTERM/SIGUSR1: checkpoint after the current iteration, requeue
+    # under Slurm, exit 75 (docs/distributed.md)
+    preemption=dict(type='PreemptionHook'),
     final_val_metrics=dict(type='FinalValMetricsHook'))

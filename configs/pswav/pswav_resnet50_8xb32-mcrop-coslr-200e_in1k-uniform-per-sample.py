@@ -107,4 +107,7 @@ model = dict(
             num_crops=[2, 6])))
 default_hooks = dict(
     cpu_threads=dict(type='CPUThreadsHook'),
+    # SIGTERM/SIGUSR1: checkpoint after the current iteration, requeue
+    # under Slurm, exit 75 (docs/distributed.md)
+    preemption=dict(type='PreemptionHook'),
     final_val_metrics=dict(type='FinalValMetricsHook'))

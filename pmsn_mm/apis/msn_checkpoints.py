@@ -1,19 +1,28 @@
 """Official MSN checkpoints <-> pmsn_mm PMSN checkpoints.
 
-The official format (facebookresearch/msn, ``src/msn_train.py``:
-``save_checkpoint``'s ``save_dict`` and ``load_checkpoint``; read by
-``linear_eval.py`` / ``logistic_eval.py`` ``load_pretrained``) is a dict
+Official MSN (facebookresearch/msn) writes two layouts:
 
-- ``encoder``, ``target_encoder``: state dicts of the DeiT encoder of
-  ``src/deit.py`` (timm's ViT names: ``patch_embed.proj``, ``blocks.N``,
-  ``norm``) with MSN's projection head inside it as ``fc.fc1 / bn1 / fc2 /
-  bn2 / fc3`` (``init_model``; no ``bn`` without ``use_bn``), keys prefixed
-  ``module.`` when saved under DDP (the released files), older files with a
-  ``scaling_bias`` the current official encoder does not use;
-- ``prototypes``: the (K, D) prototypes (1024 x 256 for ViT-S/16);
-- ``opt`` (AdamW state, 3 groups: weights, biases + norms, prototypes),
-  ``epoch``, ``loss``, ``batch_size``, ``world_size``, ``lr`` and
-  ``temperature``.
+- the *training* layout, the dict of ``src/msn_train.py``
+  ``save_checkpoint`` (read back by ``load_checkpoint``):
+
+  - ``encoder``, ``target_encoder``: state dicts of the DeiT encoder of
+    ``src/deit.py`` (timm's ViT names: ``patch_embed.proj``, ``blocks.N``,
+    ``norm``) with MSN's projection head inside it as ``fc.fc1 / bn1 / fc2
+    / bn2 / fc3`` (``init_model``; no ``bn`` without ``use_bn``), keys
+    prefixed ``module.`` when saved under DDP, older files with a
+    ``scaling_bias`` the current official encoder does not use;
+  - ``prototypes``: the (K, D) prototypes (1024 x 256 for ViT-S/16);
+  - ``opt`` (AdamW state, 3 groups: weights, biases + norms, prototypes),
+    ``epoch``, ``loss``, ``batch_size``, ``world_size``, ``lr`` and
+    ``temperature``;
+
+- the *released* layout, the files behind the README's download links
+  (``vits16_800ep.pth.tar``, ...): ``target_encoder`` (under DDP's
+  ``module.``, projector with BN) and ``prototypes`` only, no online
+  encoder, optimizer state or epoch (facebookresearch/msn issue #7: "the
+  current checkpoints only include the target_encoder"). The official
+  evaluations (``linear_eval.py`` / ``logistic_eval.py``
+  ``load_pretrained``) read ``target_encoder`` alone.
 
 A pmsn_mm PMSN checkpoint is an mmengine checkpoint whose ``state_dict``
 holds the online encoder (``backbone.*``: mmpretrain ``VisionTransformer``
@@ -21,10 +30,12 @@ names, :mod:`pmsn_mm.apis.vit_keys`), its projector (``neck.mlp.*``), the
 prototypes (``head.prototypes``) and the EMA target
 (``target_net.module.0.*`` = backbone, ``target_net.module.1.*`` =
 projector, ``target_net.steps``). :func:`msn_to_pmsn` writes it (loadable
-with ``load_from``) and a backbone checkpoint of the target encoder
-(``backbone.*``, what every probe config loads); what the official dict
-holds besides the weights travels in ``msn_official`` so that
-:func:`pmsn_to_msn` gives the official file back tensor for tensor.
+with ``load_from``; from a released file the online and the target encoder
+are both the released target encoder) and a backbone checkpoint of the
+target encoder (``backbone.*``, what every probe config loads); what the
+official dict holds besides the weights travels in ``msn_official`` so that
+:func:`pmsn_to_msn` gives the official file back tensor for tensor, in its
+layout.
 """
 import math
 import os.path as osp
@@ -39,8 +50,13 @@ from .vit_keys import MMPRETRAIN_RULES, TIMM_RULES, rename
 #: The keys of the official ``save_dict``, in its order.
 OFFICIAL_FIELDS = ('encoder', 'opt', 'prototypes', 'target_encoder', 'epoch',
                    'loss', 'batch_size', 'world_size', 'lr', 'temperature')
-#: What a file needs to be converted.
+#: What a file of the training layout needs to be converted.
 REQUIRED_FIELDS = ('encoder', 'target_encoder', 'prototypes')
+#: What a released file holds (README downloads; facebookresearch/msn
+#: issue #7), all it needs.
+RELEASED_FIELDS = ('target_encoder', 'prototypes')
+#: The layouts a file is read in: name -> the fields it needs.
+LAYOUTS = {'released': RELEASED_FIELDS, 'training': REQUIRED_FIELDS}
 #: The scalars of the official dict (older files lack ``temperature``).
 SCALAR_FIELDS = ('epoch', 'loss', 'batch_size', 'world_size', 'lr',
                  'temperature')
@@ -186,13 +202,19 @@ class MSNCheckpoint(NamedTuple):
         prototypes: Tensor of shape (K, D).
         arch: The architecture read from the weights.
         official: What the pmsn_mm checkpoint carries for the way back
-            (``module_prefix``, ``unused``, ``fields``, ``opt``).
+            (``layout``, ``module_prefix``, ``unused``, ``fields``,
+            ``order``, ``opt``).
+        layout: ``'training'`` (``encoder`` + ``target_encoder`` +
+            ``prototypes`` + ``opt`` ...) or ``'released'``
+            (``target_encoder`` + ``prototypes`` only; ``encoder`` is then
+            the target encoder, there being no other).
     """
     encoder: 'OrderedDict[str, torch.Tensor]'
     target_encoder: 'OrderedDict[str, torch.Tensor]'
     prototypes: torch.Tensor
     arch: MSNArch
     official: Dict[str, Any]
+    layout: str = 'training'
 
 
 def load_msn_checkpoint(path: str) -> Any:
@@ -242,6 +264,9 @@ def _kind(obj: Any) -> str:
     if isinstance(model, Mapping) and any(
             str(k).startswith(('decoder_', 'mask_token')) for k in model):
         return 'an MAE checkpoint (model with decoder_* / mask_token)'
+    if 'target_encoder' in keys and 'classifier' in keys:
+        return ('a checkpoint of official linear_eval.py (target_encoder + '
+                'classifier, no prototypes)')
     if 'state_dict' in keys:
         return ('an mmengine checkpoint (a pmsn_mm / mmpretrain model: use '
                 'it as it is, or tools/model_converters/pmsn_to_msn.py for '
@@ -382,51 +407,76 @@ def _arch(deit: Mapping[str, torch.Tensor],
                    num_heads=num_heads)
 
 
+def msn_layout(checkpoint: Any, name: str = 'the checkpoint') -> str:
+    """Which official layout a loaded file has.
+
+    Args:
+        checkpoint: The loaded file.
+        name: The file, for messages.
+
+    Returns:
+        ``'training'`` for a file with ``encoder`` (it then needs
+        ``target_encoder`` and ``prototypes`` too), else ``'released'``
+        (``target_encoder`` + ``prototypes``).
+
+    Raises:
+        ValueError: When the file has neither layout, naming what it lacks,
+            what it has and the two layouts.
+    """
+    keys = set(checkpoint) if isinstance(checkpoint, Mapping) else set()
+    layout = 'training' if 'encoder' in keys else 'released'
+    missing = [k for k in LAYOUTS[layout] if k not in keys]
+    if missing:
+        tops = sorted(map(str, keys))[:12]
+        raise ValueError(
+            f'{name} is not an official MSN checkpoint: it lacks {missing} '
+            f'(it has top-level keys {tops}: {_kind(checkpoint)}). Accepted '
+            'layouts: a released file (the README downloads, e.g. '
+            f'vits16_800ep.pth.tar) holds {list(RELEASED_FIELDS)}; a '
+            'training checkpoint (src/msn_train.py save_checkpoint) holds '
+            f"{list(REQUIRED_FIELDS)}, 'opt', 'epoch', ...")
+    return layout
+
+
 def read_msn_checkpoint(checkpoint: Any,
                         name: str = 'the checkpoint',
                         num_heads: Optional[int] = None) -> MSNCheckpoint:
     """Check an official MSN checkpoint and read its architecture.
 
     Args:
-        checkpoint: The loaded file (:func:`load_msn_checkpoint`).
+        checkpoint: The loaded file (:func:`load_msn_checkpoint`), of the
+            training layout or the released one (:func:`msn_layout`).
         name: The file, for messages.
         num_heads: Attention heads; None: the official DeiT's for the
             width (:data:`OFFICIAL_HEADS`), unknown for other widths.
 
     Returns:
-        The :class:`MSNCheckpoint`.
+        The :class:`MSNCheckpoint` (of a released file: ``encoder`` is the
+        target encoder).
 
     Raises:
         ValueError: For a file that is not an official MSN checkpoint (a
             DINO or MAE checkpoint, a bare state dict, a truncated or
             partial one), naming the keys.
     """
-    missing = [k for k in REQUIRED_FIELDS
-               if not isinstance(checkpoint, Mapping) or k not in checkpoint]
-    if missing:
-        tops = sorted(map(str, checkpoint))[:12] if isinstance(
-            checkpoint, Mapping) else []
-        raise ValueError(
-            f'{name} is not an official MSN checkpoint: it lacks {missing} '
-            f'(it has top-level keys {tops}: {_kind(checkpoint)}). An MSN '
-            f'file (src/msn_train.py save_checkpoint) holds '
-            f'{list(REQUIRED_FIELDS)} and {list(SCALAR_FIELDS[:1])}, '
-            "'opt', ...")
+    layout = msn_layout(checkpoint, name)
     prototypes = checkpoint['prototypes']
     if not isinstance(prototypes, torch.Tensor):
         raise ValueError(f'{name}: prototypes is a '
                          f'{type(prototypes).__name__}, not a tensor.')
+    encoders = ('encoder', 'target_encoder') if layout == 'training' else (
+        'target_encoder', )
     parts, prefixes, unused = {}, {}, {}
-    for field in ('encoder', 'target_encoder'):
+    for field in encoders:
         state, prefixes[field] = _strip_module(checkpoint[field],
                                                f'{name} {field}')
         deit, projector, unused[field] = _split_encoder(
             state, f'{name} {field}')
         parts[field] = (deit, projector)
-    arch = _arch(*parts['encoder'], prototypes, num_heads, f'{name} encoder')
-    for key, (deit, projector) in zip(('encoder', 'target_encoder'),
-                                      parts.values()):
-        online = {**parts['encoder'][0], **parts['encoder'][1]}
+    first = encoders[0]
+    arch = _arch(*parts[first], prototypes, num_heads, f'{name} {first}')
+    for key, (deit, projector) in parts.items():
+        online = {**parts[first][0], **parts[first][1]}
         this = {**deit, **projector}
         differ = sorted(set(online) ^ set(this)) + [
             k for k in online if k in this
@@ -434,20 +484,21 @@ def read_msn_checkpoint(checkpoint: Any,
         if differ:
             raise ValueError(f'{name}: encoder and {key} differ in '
                              f'{differ[:6]}; they must be the same model.')
-    if prefixes['encoder'] != prefixes['target_encoder']:
+    if len(set(prefixes.values())) > 1:
         raise ValueError(f'{name}: only one of encoder and target_encoder '
                          'has the DDP prefix module.')
     official = dict(
-        module_prefix=prefixes['encoder'],
+        layout=layout,
+        module_prefix=prefixes[first],
         unused={k: v for k, v in unused.items() if v},
         fields={k: checkpoint[k] for k in SCALAR_FIELDS if k in checkpoint},
         order=[k for k in checkpoint if k in OFFICIAL_FIELDS],
         opt=checkpoint.get('opt'))
+    weights = {k: OrderedDict({**deit, **projector})
+               for k, (deit, projector) in parts.items()}
     return MSNCheckpoint(
-        encoder=OrderedDict({**parts['encoder'][0], **parts['encoder'][1]}),
-        target_encoder=OrderedDict({**parts['target_encoder'][0],
-                                    **parts['target_encoder'][1]}),
-        prototypes=prototypes, arch=arch, official=official)
+        encoder=weights[first], target_encoder=weights['target_encoder'],
+        prototypes=prototypes, arch=arch, official=official, layout=layout)
 
 
 def _to_pmsn(state: Mapping[str, torch.Tensor], vit_prefix: str,
@@ -482,21 +533,37 @@ def msn_to_pmsn(checkpoint: Any,
                 online: bool = False) -> Tuple[Dict, Dict, MSNArch]:
     """Convert an official MSN checkpoint.
 
+    From a released file (``target_encoder`` + ``prototypes``) the online
+    and the target encoder of the PMSN checkpoint are both the released
+    target encoder (the same tensors), with no optimizer state and no
+    epoch.
+
     Args:
-        checkpoint: The loaded official file.
+        checkpoint: The loaded official file, training or released layout.
         name: Its path, for messages and ``meta``.
         num_heads: Attention heads (see :func:`read_msn_checkpoint`).
         keep_opt: Carry the official optimizer state ``opt`` along (for
             :func:`pmsn_to_msn`; pmsn_mm's optimizer cannot use it).
         online: The backbone checkpoint holds the online encoder instead
-            of the target encoder (which the official evaluations read).
+            of the target encoder (which the official evaluations read);
+            refused for a released file, which has no online encoder.
 
     Returns:
         ``(pmsn, backbone, arch)``: the PMSN checkpoint (``load_from``), the
         backbone checkpoint (``backbone.*`` of the target encoder) and the
         architecture.
+
+    Raises:
+        ValueError: For a file :func:`read_msn_checkpoint` refuses, and for
+            ``online=True`` with a released file.
     """
     msn = read_msn_checkpoint(checkpoint, name, num_heads)
+    if online and msn.layout == 'released':
+        raise ValueError(
+            f'{name} is a released MSN file (target_encoder + prototypes '
+            'only): it has no online encoder, so there is no online backbone '
+            '(--online / online=True); leave it out: the backbone file is '
+            'the released target encoder.')
     state = _to_pmsn(msn.encoder, ONLINE, NECK)
     state[HEAD] = msn.prototypes
     state[TARGET_STEPS] = torch.tensor(0, dtype=torch.long)
@@ -505,7 +572,8 @@ def msn_to_pmsn(checkpoint: Any,
     if not keep_opt:
         official['opt'] = None
     epoch = official['fields'].get('epoch')
-    meta = dict(source=name, msn=dict(arch=msn.arch._asdict(), epoch=epoch))
+    meta = dict(source=name, msn=dict(arch=msn.arch._asdict(), epoch=epoch,
+                                      layout=msn.layout))
     cfg = model_cfg_text(msn.arch)
     if cfg is not None:
         meta['cfg'] = cfg
@@ -595,16 +663,27 @@ def _cfg_value(meta: Mapping, *path: str) -> Any:
     return node
 
 
+def _same_weights(a: Mapping[str, torch.Tensor],
+                  b: Mapping[str, torch.Tensor]) -> bool:
+    """The two state dicts hold the same names and equal tensors."""
+    return list(a) == list(b) and all(
+        a[k].shape == b[k].shape and torch.equal(a[k], b[k]) for k in a)
+
+
 def pmsn_to_msn(checkpoint: Any,
                 name: str = 'the checkpoint',
                 module_prefix: Optional[bool] = None) -> Dict[str, Any]:
     """Convert a pmsn_mm PMSN checkpoint to the official MSN dict.
 
     A checkpoint made by :func:`msn_to_pmsn` gives its official file back
-    (every tensor, the scalars, the unused entries, ``opt`` if it was
-    kept); another gets a fresh optimizer state with the official groups
-    (:func:`official_optimizer_state`), its epoch and, from the training
-    config saved in it, the batch size, lr and temperature.
+    in its layout: from a training-layout file every tensor, the scalars,
+    the unused entries, ``opt`` if it was kept; from a released file
+    ``target_encoder`` + ``prototypes`` (as long as its online encoder is
+    still the target encoder, as converted; else it is written as below).
+    Another checkpoint gets the training layout with a fresh optimizer
+    state of the official groups (:func:`official_optimizer_state`), its
+    epoch and, from the training config saved in it, the batch size, lr
+    and temperature.
 
     Args:
         checkpoint: The loaded mmengine checkpoint (or its state dict).
@@ -615,7 +694,8 @@ def pmsn_to_msn(checkpoint: Any,
 
     Returns:
         The official dict (``encoder``, ``opt``, ``prototypes``,
-        ``target_encoder``, ``epoch``, ...).
+        ``target_encoder``, ``epoch``, ...; or ``target_encoder`` and
+        ``prototypes`` for a released file).
     """
     if not isinstance(checkpoint, Mapping):
         raise ValueError(f'{name} holds a {type(checkpoint).__name__}, not '
@@ -633,15 +713,26 @@ def pmsn_to_msn(checkpoint: Any,
     target = _from_pmsn(state, TARGET, TARGET_NECK,
                         f'{name} (target encoder)')
     official = checkpoint.get('msn_official') or {}
-    unused = official.get('unused') or {}
     prefix = official.get('module_prefix', True) if module_prefix is None \
         else module_prefix
+    if official.get('layout') == 'released' and not _same_weights(
+            encoder, target):
+        official = {}  # trained since: both encoders, the training layout
+    unused = official.get('unused') or {}
     encoders = {}
     for field, weights in (('encoder', encoder), ('target_encoder', target)):
         weights = OrderedDict(weights)
         weights.update(unused.get(field) or {})
         encoders[field] = OrderedDict(
             (('module.' if prefix else '') + k, v) for k, v in weights.items())
+    prototypes = state[HEAD].detach().clone() if isinstance(
+        state[HEAD], torch.nn.Parameter) else state[HEAD]
+    if official.get('layout') == 'released':
+        values = dict(target_encoder=encoders['target_encoder'],
+                      prototypes=prototypes)
+        order = [k for k in official.get('order') or RELEASED_FIELDS
+                 if k in values]
+        return OrderedDict((k, values[k]) for k in order)
     meta = checkpoint.get('meta') or {}
     fields = dict(official.get('fields') or {})
     if not official:
@@ -655,8 +746,7 @@ def pmsn_to_msn(checkpoint: Any,
     if opt is None:
         opt = official_optimizer_state(encoder, fields.get('lr') or 1e-3)
     values = dict(encoder=encoders['encoder'], opt=opt,
-                  prototypes=state[HEAD].detach().clone() if isinstance(
-                      state[HEAD], torch.nn.Parameter) else state[HEAD],
+                  prototypes=prototypes,
                   target_encoder=encoders['target_encoder'], **fields)
     order = official.get('order') or [
         k for k in OFFICIAL_FIELDS if k in values]

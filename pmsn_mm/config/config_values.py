@@ -73,6 +73,7 @@ def check_default_hooks(cfg: Any) -> None:
     for name, hook in hooks.items():
         if hook is None and name not in MMENGINE_DEFAULT_HOOKS:
             off = {'cpu_threads': 'default_hooks.cpu_threads.threads=None',
+                   'preemption': 'default_hooks.preemption.signals=[]',
                    'non_finite_guard':
                    "default_hooks.non_finite_guard.action='skip'"}.get(name)
             raise ConfigValueError(

@@ -2,15 +2,13 @@
 caller would expect (``KeyError`` for an unknown name, ``TypeError`` for an
 unknown keyword, ...), and all are :class:`ConfigCheckError`, so that a tool
 can print the message alone instead of a traceback."""
+from ..utils.refusal import Refusal
 
 
-class ConfigCheckError(Exception):
+class ConfigCheckError(Refusal):
     """A config (or a command-line change to it) that pmsn_mm's checks
     refuse before anything runs. Printed as its message (no quotes, as a
     ``KeyError`` would add)."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ''
 
 
 class ConfigNotFoundError(ConfigCheckError, FileNotFoundError):

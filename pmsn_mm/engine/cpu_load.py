@@ -8,16 +8,29 @@ thread the kernel has descheduled, every parallel region (measured here on
 process, 25-30x beside a multi-threaded one). With as many threads as there
 are free cores it runs at about the speed of its fair share instead.
 
-:class:`CPULoadSampler` reads Linux's ``/proc/stat`` (the busy time of all
-cores) and this process's CPU time (all its threads, and its live child
-processes such as dataloader workers), and tells from two samples how many
-cores *other* processes used in between. :func:`fair_threads` turns that
-into a thread count. Elsewhere than Linux nothing is measured (``sample``
-returns None) and the thread count is left as it is.
+:class:`CPULoadSampler` reads Linux's ``/proc/stat`` (the busy time of the
+cores this process may run on: the ``cpuN`` lines of its CPU affinity, so
+that other jobs' load on cores it does not own is not counted) and this
+process's CPU time (all its threads, and its live child processes such as
+dataloader workers), and tells from two samples how many of its cores
+*other* processes used in between. :func:`fair_threads` turns that into a
+thread count. A cgroup CPU quota (Docker's ``--cpus``: cgroup v2
+``cpu.max``, v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``; the smallest
+of the process's cgroup and its ancestors) caps the count at the quota
+rounded down, at least 1 (:func:`cpu_quota`, :func:`quota_threads`): a
+quota of 2 CPUs gives at most 2 threads, one of 1.5 CPUs at most 1, since a
+thread beyond the quota is throttled and the others spin waiting for it.
+Elsewhere than Linux nothing is measured (``sample`` returns None, no quota
+is read) and the thread count is left as it is.
+
+The files read are module constants (:data:`PROC_STAT`,
+:data:`PROC_SELF_CGROUP`, :data:`CGROUP_ROOT`), read at each call.
 """
+import math
 import os
+import os.path as osp
 import time
-from typing import NamedTuple, Optional
+from typing import List, NamedTuple, Optional, Set
 
 #: The environment variables that fix the thread count (a user's choice).
 THREAD_VARIABLES = ('OMP_NUM_THREADS', 'MKL_NUM_THREADS')
@@ -26,21 +39,143 @@ THREAD_VARIABLES = ('OMP_NUM_THREADS', 'MKL_NUM_THREADS')
 USER_THREADS = {k: os.environ[k] for k in THREAD_VARIABLES
                 if k in os.environ}
 
+#: Per-core busy times (the ``cpuN`` lines).
+PROC_STAT = '/proc/stat'
+#: This process's cgroups (``ID:CONTROLLERS:PATH`` lines).
+PROC_SELF_CGROUP = '/proc/self/cgroup'
+#: Where the cgroup file systems are mounted (v2 directly, v1 one folder
+#: per controller set such as ``cpu,cpuacct``).
+CGROUP_ROOT = '/sys/fs/cgroup'
+
 
 class CPUSample(NamedTuple):
-    """One reading: wall time, busy core-seconds of the whole machine and
-    CPU seconds of this process (and its children)."""
+    """One reading: wall time, busy core-seconds of this process's cores
+    and CPU seconds of this process (and its children)."""
     wall: float
     busy: float
     own: float
 
 
+def owned_cpus() -> Optional[Set[int]]:
+    """The CPUs this process may run on (its affinity), or None where the
+    affinity is unknown (not Linux)."""
+    try:
+        return set(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return None
+
+
 def available_cores() -> int:
     """Cores this process may run on (its CPU affinity, else the count)."""
+    cpus = owned_cpus()
+    return len(cpus) if cpus else os.cpu_count() or 1
+
+
+def _read(path: str) -> Optional[str]:
     try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+        with open(path) as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _ratio(quota: str, period: str) -> Optional[float]:
+    """CPUs of a quota and period in microseconds; None for no quota."""
+    try:
+        q, p = float(quota), float(period)
+    except ValueError:  # 'max' (v2's no quota)
+        return None
+    return q / p if q > 0 and p > 0 else None  # v1's -1: no quota
+
+
+def _dir_quota(folder: str) -> Optional[float]:
+    """The quota one cgroup folder sets, in CPUs, or None."""
+    text = _read(osp.join(folder, 'cpu.max'))  # v2: 'QUOTA PERIOD'
+    if text is not None:
+        fields = text.split()
+        return _ratio(*fields[:2]) if len(fields) >= 2 else None
+    quota = _read(osp.join(folder, 'cpu.cfs_quota_us'))  # v1
+    period = _read(osp.join(folder, 'cpu.cfs_period_us'))
+    if quota is None or period is None:
+        return None
+    return _ratio(quota.strip(), period.strip())
+
+
+def _cgroup_folders() -> List[str]:
+    """The folders of this process's CPU cgroup and of its ancestors, the
+    cgroup's own first (cgroup v1 where a v1 hierarchy has the ``cpu``
+    controller, else v2); empty where ``/proc/self/cgroup`` is unreadable.
+
+    A folder that is not there is skipped: inside a container the mount's
+    root may itself be the process's cgroup, which the walk up reaches.
+    """
+    text = _read(PROC_SELF_CGROUP)
+    if text is None:
+        return []
+    mounts, path = [], None
+    for line in text.splitlines():
+        parts = line.strip().split(':', 2)
+        if len(parts) != 3:
+            continue
+        controllers = parts[1].split(',')
+        if 'cpu' in controllers:  # v1
+            mounts = [osp.join(CGROUP_ROOT, parts[1]),
+                      osp.join(CGROUP_ROOT, 'cpu')]
+            path = parts[2]
+            break
+        if parts[0] == '0' and parts[1] == '':  # v2
+            mounts, path = [CGROUP_ROOT], parts[2]
+    mount = next((m for m in mounts if osp.isdir(m)), None)
+    if mount is None or path is None:
+        return []
+    folders, rel = [], path.strip('/')
+    while True:
+        folder = osp.join(mount, rel) if rel else mount
+        if osp.isdir(folder):
+            folders.append(folder)
+        if not rel:
+            return folders
+        rel = osp.dirname(rel)
+
+
+def cpu_quota() -> Optional[float]:
+    """The CPUs a cgroup CPU quota allows this process (Docker's
+    ``--cpus``), or None for no quota (or none readable).
+
+    cgroup v2's ``cpu.max`` (``QUOTA PERIOD``, ``max PERIOD`` for none) or
+    v1's ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us`` (``-1`` for none), in
+    the process's cgroup folder and its ancestors; the smallest counts.
+    """
+    quotas = [q for q in map(_dir_quota, _cgroup_folders()) if q is not None]
+    return min(quotas) if quotas else None
+
+
+def quota_threads(quota: Optional[float]) -> Optional[int]:
+    """Threads a CPU quota allows: the quota rounded down, at least 1
+    (1.5 CPUs: 1 thread; a thread beyond the quota is throttled within each
+    period and the others spin waiting for it), None for no quota.
+
+    Args:
+        quota: CPUs of the quota (:func:`cpu_quota`), or None.
+    """
+    if quota is None:
+        return None
+    return max(1, math.floor(quota + 1e-9))
+
+
+def describe_cores(cores: int, quota: Optional[float]) -> str:
+    """``'8 cores'``, or with a quota that caps them ``'8 cores, capped at 2
+    by a cgroup CPU quota of 2.5 CPUs'``.
+
+    Args:
+        cores: Cores this process may run on.
+        quota: CPUs of its cgroup quota (:func:`cpu_quota`), or None.
+    """
+    cap = quota_threads(quota)
+    if cap is None or cap >= cores:
+        return f'{cores} cores'
+    return (f'{cores} cores, capped at {cap} by a cgroup CPU quota of '
+            f'{quota:g} CPUs')
 
 
 def _tick() -> float:
@@ -50,19 +185,35 @@ def _tick() -> float:
         return 100.0
 
 
+def _busy(fields: List[str]) -> float:
+    """Busy ticks of a ``/proc/stat`` cpu line's values (all of user ..
+    steal but idle and iowait)."""
+    values = [float(v) for v in fields[:8]]  # user .. steal
+    return sum(values) - values[3] - values[4]
+
+
 def _machine_busy_seconds() -> Optional[float]:
-    """Busy core-seconds since boot from ``/proc/stat`` (every field of the
-    ``cpu`` line but idle and iowait), or None where it cannot be read."""
-    try:
-        with open('/proc/stat') as f:
-            fields = f.readline().split()
-    except OSError:
+    """Busy core-seconds since boot of the cores this process owns (the
+    ``cpuN`` lines of its affinity in ``/proc/stat``; the machine-wide
+    ``cpu`` line where the affinity is unknown), or None where they cannot
+    be read."""
+    text = _read(PROC_STAT)
+    if text is None:
         return None
-    if not fields or fields[0] != 'cpu':
-        return None
-    values = [float(v) for v in fields[1:9]]  # user .. steal
-    idle = values[3] + values[4]  # idle, iowait
-    return (sum(values) - idle) / _tick()
+    cpus = owned_cpus()
+    total, found = 0.0, False
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields or not fields[0].startswith('cpu'):
+            continue
+        name = fields[0][3:]
+        if cpus is None:
+            if name == '':
+                return _busy(fields[1:]) / _tick()
+        elif name.isdigit() and int(name) in cpus:
+            total += _busy(fields[1:])
+            found = True
+    return total / _tick() if found else None
 
 
 def _children_seconds(pid: int) -> float:
@@ -89,7 +240,7 @@ def _children_seconds(pid: int) -> float:
 
 
 def sample() -> Optional[CPUSample]:
-    """A reading now, or None where the machine's CPU time is unknown."""
+    """A reading now, or None where the cores' CPU time is unknown."""
     busy = _machine_busy_seconds()
     if busy is None:
         return None
@@ -105,8 +256,9 @@ def other_cores(first: CPUSample, second: CPUSample) -> float:
         second: The later one.
 
     Returns:
-        Busy core-seconds of the machine not spent by this process (or its
-        children), per second of wall time; 0 for an empty interval.
+        Busy core-seconds of this process's cores not spent by this process
+        (or its children), per second of wall time; 0 for an empty
+        interval.
     """
     wall = second.wall - first.wall
     if wall <= 0:
@@ -115,7 +267,8 @@ def other_cores(first: CPUSample, second: CPUSample) -> float:
     return max(0.0, other / wall)
 
 
-def fair_threads(cores: int, other: float) -> int:
+def fair_threads(cores: int, other: float,
+                 quota: Optional[float] = None) -> int:
     """Threads for the cores that other processes leave free.
 
     A core counts as taken once other processes use 0.4 of it: one busy
@@ -124,17 +277,22 @@ def fair_threads(cores: int, other: float) -> int:
 
     Args:
         cores: Cores available to this process.
-        other: Cores other processes keep busy (:func:`other_cores`).
+        other: Of these, the cores other processes keep busy
+            (:func:`other_cores`).
+        quota: CPUs of a cgroup quota (:func:`cpu_quota`), which caps the
+            count (:func:`quota_threads`); None for no quota.
 
     Returns:
-        ``cores - taken``, at least 1.
+        ``cores - taken``, at most the quota's threads, at least 1.
     """
     taken = int(other + 0.6)
-    return max(1, min(cores, cores - taken))
+    free = max(1, min(cores, cores - taken))
+    cap = quota_threads(quota)
+    return free if cap is None else min(free, cap)
 
 
 class CPULoadSampler:
-    """Readings of the machine's load over time.
+    """Readings of the load of this process's cores over time.
 
     Call :meth:`update` now and then: after at least ``interval`` seconds
     since the previous reading it returns how many cores other processes
@@ -150,7 +308,7 @@ class CPULoadSampler:
 
     @property
     def measurable(self) -> bool:
-        """Whether this machine's load can be read (Linux)."""
+        """Whether the cores' load can be read (Linux)."""
         return self.last is not None
 
     def update(self, force: bool = False) -> Optional[float]:
@@ -173,10 +331,11 @@ class CPULoadSampler:
 
 
 def fit_threads_once(seconds: float = 0.5) -> Optional[str]:
-    """For a short CPU job (an analysis tool): read the machine's load over
-    ``seconds`` and set torch's threads to the cores other processes leave
-    free, once. A process started with ``OMP_NUM_THREADS`` /
-    ``MKL_NUM_THREADS`` keeps its threads.
+    """For a short CPU job (an analysis tool): read the load of this
+    process's cores over ``seconds`` and set torch's threads to the cores
+    other processes leave free (at most a cgroup CPU quota's), once. A
+    process started with ``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS`` keeps
+    its threads.
 
     Args:
         seconds: How long to watch the load. Defaults to 0.5.
@@ -198,8 +357,9 @@ def fit_threads_once(seconds: float = 0.5) -> Optional[str]:
     if second is None:  # /proc/stat became unreadable meanwhile
         return None
     other = other_cores(first, second)
-    cores = available_cores()
-    threads = fair_threads(cores, other)
+    cores, quota = available_cores(), cpu_quota()
+    threads = fair_threads(cores, other, quota)
     torch.set_num_threads(threads)
-    return (f'CPU threads: {threads} of {cores} cores (other processes keep '
-            f'{other:.1f} busy; OMP_NUM_THREADS=N fixes it).')
+    return (f'CPU threads: {threads} of {describe_cores(cores, quota)} '
+            f'(other processes keep {other:.1f} busy; OMP_NUM_THREADS=N '
+            'fixes it).')

@@ -18,11 +18,17 @@ Used by ``PMSNRunner.train`` (whatever tool started the run):
   before.
 - :func:`is_complete_checkpoint` tells a whole checkpoint file from a
   truncated one, so ``--resume`` never picks the latter.
+- :func:`write_preemption_marker` / :func:`read_preemption_marker`: the
+  ``preempted.json`` that ``PreemptionHook`` leaves beside the checkpoint
+  it saved on SIGTERM/SIGUSR1; :func:`prepare_work_dir` resumes a work dir
+  holding it (the requeued command needs no ``--resume``), and the hook
+  deletes it when the run finishes.
 
 Kept instead of ``mmengine.runner.find_latest_checkpoint``: it returns the
 ``last_checkpoint`` text as written (the original run's path, None without
 the file) and never falls back to the newest ``iter_N``/``epoch_N.pth``.
 """
+import json
 import logging
 import os
 import os.path as osp
@@ -30,10 +36,12 @@ import re
 import shutil
 import zipfile
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from mmengine.config import Config
 from mmengine.logging import print_log
+
+from .atomic_file_backend import atomic_write_bytes
 
 #: Checkpoint files mmengine's CheckpointHook writes into the work dir.
 CHECKPOINT_RE = re.compile(r'^(iter|epoch)_(\d+)\.pth$')
@@ -42,6 +50,9 @@ LAST_CHECKPOINT = 'last_checkpoint'
 #: Folder (inside the work dir) holding an earlier run's checkpoints while
 #: an ``--overwrite`` run has not written its own yet.
 MOVED_ASIDE_PREFIX = 'overwritten_'
+#: Left in the work dir by a run preempted after saving a checkpoint
+#: (``PreemptionHook``); the same command then resumes.
+PREEMPTION_MARKER = 'preempted.json'
 
 
 def is_complete_checkpoint(path: str) -> bool:
@@ -244,6 +255,68 @@ def leftover_moved(work_dir: str) -> List[str]:
         and osp.isdir(osp.join(work_dir, n)))
 
 
+def write_preemption_marker(work_dir: str, checkpoint: str, iteration: int,
+                            signal_name: str,
+                            slurm_job_id: Optional[str] = None) -> str:
+    """Record (atomically) that the run stopped on a signal after saving
+    ``checkpoint`` at ``iteration``.
+
+    Args:
+        work_dir: The run's work dir.
+        checkpoint: The checkpoint saved on the signal.
+        iteration: Its iteration.
+        signal_name: E.g. ``'SIGUSR1'``.
+        slurm_job_id: The Slurm job (``SLURM_JOB_ID``), if any: a requeued
+            job keeps its id, so its command resumes even if it holds
+            ``--overwrite``.
+
+    Returns:
+        The marker's path.
+    """
+    path = osp.join(work_dir, PREEMPTION_MARKER)
+    record = dict(checkpoint=checkpoint, iter=iteration, signal=signal_name)
+    if slurm_job_id:
+        record['slurm_job_id'] = slurm_job_id
+    atomic_write_bytes(json.dumps(record).encode('utf-8'), path)
+    return path
+
+
+def read_preemption_marker(work_dir: str) -> Optional[Dict[str, Any]]:
+    """The record of :func:`write_preemption_marker`, or None without one.
+
+    Args:
+        work_dir: The run's work dir (need not exist).
+
+    Returns:
+        ``checkpoint``, ``iter`` and ``signal`` (a damaged file: ``{}``).
+    """
+    path = osp.join(work_dir, PREEMPTION_MARKER)
+    if not osp.isfile(path):
+        return None
+    try:
+        with open(path, 'rb') as f:
+            record = json.loads(f.read().decode('utf-8'))
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def remove_preemption_marker(work_dir: str) -> bool:
+    """Delete the marker (the run finished).
+
+    Args:
+        work_dir: The run's work dir.
+
+    Returns:
+        True if there was one.
+    """
+    path = osp.join(work_dir, PREEMPTION_MARKER)
+    if not osp.isfile(path):
+        return False
+    os.remove(path)
+    return True
+
+
 @dataclass
 class WorkDirPlan:
     """What :func:`prepare_work_dir` decided.
@@ -270,9 +343,16 @@ def prepare_work_dir(cfg: Config, overwrite: bool = False) -> WorkDirPlan:
     - ``--resume`` without a path: ``cfg.load_from`` is set to
       :func:`find_resume_checkpoint`; if there is none, ``cfg.resume`` is
       turned off and the run starts from iteration 0 (said in the log).
+    - A run that neither resumes nor overwrites, into a work dir holding
+      ``preempted.json`` (a run stopped by SIGTERM/SIGUSR1 after saving a
+      checkpoint, see ``PreemptionHook``): resumed as ``--resume`` would
+      (the requeued job runs the same command), said in one line; with
+      ``overwrite`` too if this is the Slurm job that wrote the marker
+      (requeued: same ``SLURM_JOB_ID``, same command line).
     - A run that does not resume, into a work dir holding checkpoints:
-      refused, unless ``overwrite``; then the files are listed in
-      ``replace`` for ``WorkDirOverwriteHook``.
+      refused, unless ``overwrite``; then the files (and
+      ``preempted.json``) are listed in ``replace`` for
+      ``WorkDirOverwriteHook``.
 
     Args:
         cfg: The merged config (``work_dir``, ``resume``, ``load_from``);
@@ -309,9 +389,29 @@ def prepare_work_dir(cfg: Config, overwrite: bool = False) -> WorkDirPlan:
             ])
         cfg.load_from = checkpoint
         return WorkDirPlan(notes + [f'--resume: resuming from {checkpoint}.'])
+    marker = read_preemption_marker(work_dir)
+    # the requeued Slurm job itself (same job id): its command line is the
+    # first one's, --overwrite included
+    job = (marker or {}).get('slurm_job_id')
+    requeued = job is not None and job == os.environ.get('SLURM_JOB_ID')
+    if marker is not None and (requeued or not overwrite):
+        checkpoint = find_resume_checkpoint(work_dir, notes)
+        if checkpoint is not None:
+            cfg.resume = True
+            cfg.load_from = checkpoint
+            when = (f' at iteration {marker["iter"]}'
+                    if 'iter' in marker else '')
+            why = f' by {marker["signal"]}' if 'signal' in marker else ''
+            return WorkDirPlan(notes + [
+                f'Resuming the run stopped{why}{when} from {checkpoint} '
+                f'({PREEMPTION_MARKER} in the work dir; --overwrite starts '
+                'from iteration 0 instead).'
+            ])
     existing = existing_checkpoints(work_dir)
     if not existing:
         return WorkDirPlan(notes)
+    if marker is not None:
+        existing.append(PREEMPTION_MARKER)
     if not overwrite:
         newest = find_resume_checkpoint(work_dir)
         resume = (f'pass --resume to continue from {newest}'
@@ -328,3 +428,36 @@ def prepare_work_dir(cfg: Config, overwrite: bool = False) -> WorkDirPlan:
     if dump is None or not osp.isfile(osp.join(work_dir, dump)):
         dump = None
     return WorkDirPlan(notes, existing, dump)
+
+
+def finished_run(checkpoint: str, train_cfg: Any) -> Optional[str]:
+    """Whether resuming from ``checkpoint`` has nothing left to train.
+
+    Reads only the checkpoint's ``meta`` (memory-mapped, so a large file
+    costs nothing); a file that cannot be read so is left to mmengine.
+
+    Args:
+        checkpoint: The checkpoint a resume would load.
+        train_cfg: The run's ``train_cfg`` (``max_iters`` / ``max_epochs``).
+
+    Returns:
+        A sentence saying where the run ended, or None if it has more to
+        train (or nothing can be told).
+    """
+    if not isinstance(train_cfg, Mapping):
+        return None
+    import torch
+    try:
+        meta = torch.load(checkpoint, map_location='cpu', mmap=True,
+                          weights_only=True).get('meta') or {}
+    except Exception:  # noqa: BLE001  left to mmengine's resume
+        return None
+    for key, unit in (('max_iters', 'iter'), ('max_epochs', 'epoch')):
+        total, done = train_cfg.get(key), meta.get(unit)
+        if isinstance(total, int) and isinstance(done, int) and \
+                done >= total:
+            name = 'iteration' if unit == 'iter' else 'epoch'
+            return (f'the run in {osp.dirname(osp.abspath(checkpoint))} '
+                    f'already finished: {osp.basename(checkpoint)} is at '
+                    f'{name} {done} of {total}.')
+    return None

@@ -24,7 +24,10 @@ def register_all_modules() -> None:
        :mod:`pmsn_mm.evaluation` and :mod:`pmsn_mm.models`, which registers
        every pmsn_mm class into mmpretrain's registries (``MODELS``,
        ``DATASETS``, ``DATA_SAMPLERS``, ``HOOKS``, ``TRANSFORMS``,
-       ``METRICS``, ...).
+       ``METRICS``, ...), four names into mmengine's root registries
+       (``PMSNRunner``, ``DeviceAwareAmpOptimWrapper``,
+       ``DeviceAwareDistributedDataParallel``, ``padded_collate``) and the
+       torch operator ``pmsn_mm::random_keep_indices``.
     5. Register the model index (``model-index.yml``) in mmpretrain's
        ``ModelHub``, so ``mmpretrain.list_models('*pmsn*')`` and
        ``mmpretrain.get_model(name)`` know the pretraining configs
@@ -34,8 +37,11 @@ def register_all_modules() -> None:
     of upstream classes have names of their own) and no class is changed
     (config keys are checked against the classes' signatures by
     :func:`pmsn_mm.config.check_config` before a config runs).
-    docs/openmmlab.md lists the same, and a test compares the registries,
-    warning filters and torch's safe globals before and after the import.
+    :mod:`pmsn_mm.utils.import_changes` is the list of every change,
+    docs/openmmlab.md prints it, and ``tests/test_import_changes.py``
+    compares the registries, upstream modules and classes, environment,
+    threads, loggers, warning filters, torch operators, safe globals and
+    file backends before and after the import against it.
 
     Every step is idempotent, so calling this again changes nothing.
     """

@@ -7,12 +7,14 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from pmsn_mm.engine.work_dir import (WorkDirPlan, discard_moved,
-                                     existing_checkpoints,
+from pmsn_mm.engine.work_dir import (PREEMPTION_MARKER, WorkDirPlan,
+                                     discard_moved, existing_checkpoints,
                                      find_resume_checkpoint,
                                      is_complete_checkpoint, move_aside,
                                      newest_checkpoint, prepare_work_dir,
-                                     restore_moved)
+                                     read_preemption_marker,
+                                     remove_preemption_marker, restore_moved,
+                                     write_preemption_marker)
 
 
 def _touch(folder, *names):
@@ -210,3 +212,92 @@ def test_resume_sets_load_from(tmp_path):
     cfg = _cfg(work, resume=True, load_from='other.pth')
     assert prepare_work_dir(cfg) == WorkDirPlan()
     assert cfg.load_from == 'other.pth'
+
+
+# ------------------------------------------------ preempted.json (requeue)
+def test_preemption_marker_round_trip(tmp_path):
+    work = str(tmp_path)
+    assert read_preemption_marker(work) is None
+    path = write_preemption_marker(work, f'{work}/iter_4.pth', 4, 'SIGUSR1')
+    assert path == osp.join(work, PREEMPTION_MARKER)
+    assert read_preemption_marker(work) == dict(
+        checkpoint=f'{work}/iter_4.pth', iter=4, signal='SIGUSR1')
+    assert os.listdir(work) == [PREEMPTION_MARKER]  # no temp file left
+    with open(path, 'w') as f:
+        f.write('{not json')
+    assert read_preemption_marker(work) == {}  # damaged: still a marker
+    assert remove_preemption_marker(work)
+    assert not remove_preemption_marker(work)
+    assert read_preemption_marker(work) is None
+
+
+def test_the_same_command_resumes_a_preempted_run(tmp_path):
+    work = str(tmp_path)
+    _touch(work, 'iter_5.pth', 'iter_7.pth')
+    _record(work, osp.join(work, 'iter_7.pth'))
+    write_preemption_marker(work, osp.join(work, 'iter_7.pth'), 7, 'SIGTERM')
+    cfg = _cfg(work)  # no --resume
+    plan = prepare_work_dir(cfg)
+    assert plan == WorkDirPlan([
+        f'Resuming the run stopped by SIGTERM at iteration 7 from {work}/'
+        f'iter_7.pth ({PREEMPTION_MARKER} in the work dir; --overwrite '
+        'starts from iteration 0 instead).'
+    ])
+    assert cfg.resume is True
+    assert cfg.load_from == osp.join(work, 'iter_7.pth')
+    # a damaged marker still resumes, from the newest complete checkpoint
+    with open(osp.join(work, PREEMPTION_MARKER), 'w') as f:
+        f.write('')
+    cfg = _cfg(work)
+    assert prepare_work_dir(cfg).notes == [
+        f'Resuming the run stopped from {work}/iter_7.pth '
+        f'({PREEMPTION_MARKER} in the work dir; --overwrite starts from '
+        'iteration 0 instead).'
+    ]
+
+
+def test_overwrite_replaces_a_preempted_run_with_its_marker(tmp_path):
+    work = str(tmp_path)
+    _touch(work, 'iter_4.pth')
+    write_preemption_marker(work, osp.join(work, 'iter_4.pth'), 4, 'SIGUSR1')
+    cfg = _cfg(work)
+    plan = prepare_work_dir(cfg, overwrite=True)
+    assert plan.replace == ['iter_4.pth', PREEMPTION_MARKER]
+    assert cfg.resume is False and cfg.load_from is None
+    # and moving aside takes the marker too: the new run does not resume
+    move_aside(work, plan.replace, 'new')
+    assert read_preemption_marker(work) is None
+
+
+def test_the_requeued_slurm_job_resumes_despite_overwrite(
+        tmp_path, monkeypatch):
+    """Its command line is the first job's: --overwrite included."""
+    work = str(tmp_path)
+    _touch(work, 'iter_4.pth')
+    write_preemption_marker(work, osp.join(work, 'iter_4.pth'), 4, 'SIGUSR1',
+                            slurm_job_id='42')
+    monkeypatch.setenv('SLURM_JOB_ID', '42')
+    cfg = _cfg(work)
+    assert prepare_work_dir(cfg, overwrite=True).replace == []
+    assert cfg.resume is True
+    assert cfg.load_from == osp.join(work, 'iter_4.pth')
+    monkeypatch.setenv('SLURM_JOB_ID', '43')  # another job: overwrites
+    cfg = _cfg(work)
+    assert prepare_work_dir(cfg, overwrite=True).replace == [
+        'iter_4.pth', PREEMPTION_MARKER]
+    assert cfg.resume is False
+
+
+def test_a_marker_without_checkpoints_is_no_resume(tmp_path):
+    work = str(tmp_path)
+    write_preemption_marker(work, osp.join(work, 'iter_4.pth'), 4, 'SIGUSR1')
+    cfg = _cfg(work)
+    assert prepare_work_dir(cfg) == WorkDirPlan()
+    assert cfg.resume is False
+
+
+def test_a_finished_run_without_marker_is_still_refused(tmp_path):
+    work = str(tmp_path)
+    _touch(work, 'iter_12.pth')
+    with pytest.raises(FileExistsError):
+        prepare_work_dir(_cfg(work))

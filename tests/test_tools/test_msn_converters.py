@@ -1,6 +1,7 @@
 """tools/model_converters/msn_to_pmsn.py and pmsn_to_msn.py on the official
-fixture (tests/fixtures/msn_official/): one-line reports, the files they
-write, the round trip through files, refusals without a traceback."""
+fixture (tests/fixtures/msn_official/; training layout and released
+layout): one-line reports, the files they write, the round trip through
+files, refusals without a traceback."""
 import os.path as osp
 import subprocess
 import sys
@@ -78,10 +79,77 @@ def test_refusals_are_one_message_without_a_traceback(tmp_path):
          str(tmp_path / 'x.pth')], capture_output=True, text=True, cwd=REPO)
     assert run.returncode == 1
     assert 'Traceback' not in run.stderr
-    assert run.stderr.startswith('ValueError: ')
+    assert run.stderr.count('\n') == 1  # the message alone, one line
     assert 'is not an official MSN checkpoint' in run.stderr
     assert "'state_dict'" in run.stderr
     # the same handling in pmsn_to_msn.py (run in-process here)
     with pytest.raises(ValueError, match='has no head.prototypes'):
         load_tool(TO_MSN).main([backbone, str(tmp_path / 'x.pth.tar')])
     assert not osp.exists(str(tmp_path / 'x.pth.tar'))
+
+
+# -- the released layout (target_encoder + prototypes only) ---------------
+
+RELEASED = osp.join(FIXTURES, 'vit-narrow-p16-released.pth.tar')
+
+
+def test_a_released_file_through_files(tmp_path, capsys):
+    dst = str(tmp_path / 'msn_pmsn.pth')
+    report = load_tool(TO_PMSN).main([RELEASED, dst, '--num-heads', '2'])
+    assert capsys.readouterr().out.strip().splitlines() == [report]
+    assert ('released layout (target_encoder + prototypes only): online '
+            'and target encoders of DST = the released target encoder, no '
+            'optimizer state, no epoch') in report
+    assert 'epoch 800' not in report
+    pmsn = torch.load(dst, weights_only=True)
+    state, source = pmsn['state_dict'], load_msn_checkpoint(RELEASED)
+    for key in ('backbone.cls_token', 'target_net.module.0.cls_token'):
+        assert torch.equal(state[key],
+                           source['target_encoder']['module.cls_token'])
+    backbone = torch.load(str(tmp_path / 'msn_pmsn_backbone.pth'),
+                          weights_only=True)['state_dict']
+    assert torch.equal(backbone['backbone.ln1.weight'],
+                       source['target_encoder']['module.norm.weight'])
+
+    back = str(tmp_path / 'back.pth.tar')
+    line = load_tool(TO_MSN).main([dst, back])
+    assert capsys.readouterr().out.strip() == line
+    assert 'released layout: target_encoder + prototypes only' in line
+    again = load_msn_checkpoint(back)
+    assert list(again) == list(source) == ['target_encoder', 'prototypes']
+    assert list(again['target_encoder']) == list(source['target_encoder'])
+    assert all(torch.equal(again['target_encoder'][k], v)
+               for k, v in source['target_encoder'].items())
+    assert torch.equal(again['prototypes'], source['prototypes'])
+
+
+def test_online_is_refused_for_a_released_file(tmp_path):
+    run = subprocess.run(
+        [sys.executable, osp.join(REPO, TO_PMSN), RELEASED,
+         str(tmp_path / 'x.pth'), '--online'], capture_output=True,
+        text=True, cwd=REPO)
+    assert run.returncode == 1 and 'Traceback' not in run.stderr
+    assert run.stderr.count('\n') == 1  # the message alone, one line
+    assert len(run.stderr.strip().splitlines()) == 1
+    assert 'has no online encoder' in run.stderr
+    assert not osp.exists(str(tmp_path / 'x.pth'))
+
+
+@pytest.mark.parametrize('keep, missing', [
+    ('prototypes', "['target_encoder']"),
+    ('target_encoder', "['prototypes']"),
+])
+def test_half_a_released_file_is_refused_naming_the_layouts(
+        tmp_path, keep, missing):
+    """(In-process: the command line prints the message alone, as
+    test_online_is_refused_for_a_released_file checks.)"""
+    part = str(tmp_path / 'part.pth.tar')
+    torch.save({keep: load_msn_checkpoint(RELEASED)[keep]}, part)
+    with pytest.raises(ValueError) as info:
+        load_tool(TO_PMSN).main([part, str(tmp_path / 'x.pth')])
+    message = str(info.value)
+    assert len(message.splitlines()) == 1
+    assert f'it lacks {missing}' in message
+    assert "holds ['target_encoder', 'prototypes']" in message
+    assert "holds ['encoder', 'target_encoder', 'prototypes']" in message
+    assert not osp.exists(str(tmp_path / 'x.pth'))

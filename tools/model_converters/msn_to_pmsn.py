@@ -2,11 +2,17 @@
 
 Reads any of the released files (README "Pre-trained models":
 ``vits16_800ep.pth.tar``, ``vitb16_600ep.pth.tar``, ``vitl16_600ep.pth.tar``,
-``vitb4_300ep.pth.tar``, ``vitl7_200ep.pth.tar``) or a checkpoint saved by
-official ``src/msn_train.py`` (with or without DDP's ``module.``, with or
-without the projector's BatchNorm, older files with ``scaling_bias``). The
-architecture (width, depth, patch size, image size, projector widths,
-number of prototypes) is read from the weights, never from the file name.
+``vitb4_300ep.pth.tar``, ``vitl7_200ep.pth.tar``), which hold
+``target_encoder`` and ``prototypes`` only (facebookresearch/msn issue #7),
+or a checkpoint saved by official ``src/msn_train.py`` (``encoder``,
+``target_encoder``, ``prototypes``, ``opt``, ``epoch``, ...), with or
+without DDP's ``module.``, with or without the projector's BatchNorm, older
+files with ``scaling_bias``. The architecture (width, depth, patch size,
+image size, projector widths, number of prototypes) is read from the
+weights, never from the file name. From a released file, the online and
+the target encoder of ``DST`` are both the released target encoder, with
+no optimizer state and no epoch (the report says so); ``--online`` is
+refused for it (there is no online encoder).
 
 Writes two files:
 
@@ -32,12 +38,12 @@ Examples:
 """
 import argparse
 import os.path as osp
-import sys
 from typing import List, Optional
 
 from pmsn_mm.apis.msn_checkpoints import (load_msn_checkpoint, msn_to_pmsn,
                                           released_name)
 from pmsn_mm.engine.atomic_file_backend import atomic_torch_save
+from pmsn_mm.utils.refusal import debug_requested, run_command
 
 
 def default_backbone_out(dst: str) -> str:
@@ -67,7 +73,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         '--online',
         action='store_true',
         help='the backbone file holds the online encoder instead of the '
-        'target encoder (which the official evaluations read)')
+        'target encoder (which the official evaluations read); not for a '
+        'released file, which holds no online encoder')
     parser.add_argument(
         '--num-heads',
         type=int,
@@ -79,6 +86,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         action='store_true',
         help="leave the official optimizer state ('opt', twice the model's "
         'size) out of DST; pmsn_to_msn.py then writes a fresh one')
+    parser.add_argument(
+        '--debug',
+        action='store_true',
+        help='show the traceback of a refusal (by default its message '
+        'alone, exit status 1)')
     return parser.parse_args(argv)
 
 
@@ -108,10 +120,16 @@ def main(argv: Optional[List[str]] = None) -> str:
     atomic_torch_save(backbone, backbone_out)
     epoch = pmsn['msn_official']['fields'].get('epoch')
     released = released_name(args.src)
+    layout = ''
+    if pmsn['msn_official']['layout'] == 'released':
+        layout = (', released layout (target_encoder + prototypes only): '
+                  'online and target encoders of DST = the released target '
+                  'encoder, no optimizer state, no epoch')
     report = (
         f'{args.src}{f" ({released})" if released else ""}: '
         f'{arch.describe()}'
-        f'{f", epoch {epoch}" if epoch is not None else ""} -> {args.dst} '
+        f'{f", epoch {epoch}" if epoch is not None else ""}{layout} -> '
+        f'{args.dst} '
         f'(PMSN, {len(pmsn["state_dict"])} tensors, load_from) + '
         f'{backbone_out} ({"online" if args.online else "target"} encoder, '
         f'{len(backbone["state_dict"])} tensors, probe configs)')
@@ -120,7 +138,5 @@ def main(argv: Optional[List[str]] = None) -> str:
 
 
 if __name__ == '__main__':
-    try:
-        main()
-    except (ValueError, FileNotFoundError) as error:  # the message alone
-        sys.exit(f'{type(error).__name__}: {error}')
+    # a refusal is its message alone, exit status 1 (--debug: traceback)
+    run_command(main, debug=debug_requested())

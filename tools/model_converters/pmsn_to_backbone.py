@@ -37,6 +37,7 @@ import torch
 from pmsn_mm.apis.vit_keys import TIMM_RULES  # noqa: F401
 from pmsn_mm.apis.vit_keys import mmpretrain_vit_to_timm
 from pmsn_mm.engine.atomic_file_backend import atomic_torch_save
+from pmsn_mm.utils.refusal import debug_requested, run_command
 
 #: Key prefix of the online encoder in PMSN/MSN (and any mmpretrain) models.
 ONLINE_PREFIX = 'backbone.'
@@ -62,7 +63,19 @@ def load_checkpoint(path: str) -> Any:
     # importing pmsn_mm also registers its modules (MSNViT for the config)
     from pmsn_mm.engine.checkpoint import allow_checkpoint_globals
     allow_checkpoint_globals()
-    return torch.load(path, map_location='cpu', weights_only=True)
+    if not osp.isfile(path):
+        raise FileNotFoundError(f'{path}: no such checkpoint file.')
+    try:
+        return torch.load(path, map_location='cpu', weights_only=True)
+    except Exception as err:  # noqa: BLE001  torch raises many kinds
+        text = str(err).strip()
+        why = (f'{type(err).__name__}: {text.splitlines()[0][:160]}'
+               if text and 'Weights only load failed' not in text else
+               'not a torch.save file, or it holds Python objects that a '
+               'weights_only load refuses')
+        raise ValueError(
+            f'{path} cannot be read as a PyTorch checkpoint ({why}): a '
+            'truncated download, or not a torch file?') from None
 
 
 def load_state_dict(path: Union[str, Dict]) -> Dict[str, torch.Tensor]:
@@ -260,6 +273,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         action='store_true',
         help="mmpretrain format with bare keys (no 'backbone.'), for "
         'Pretrained init without prefix')
+    parser.add_argument(
+        '--debug',
+        action='store_true',
+        help='show the traceback of a refusal (by default its message '
+        'alone, exit status 1)')
     return parser.parse_args(argv)
 
 
@@ -294,4 +312,5 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, torch.Tensor]:
 
 
 if __name__ == '__main__':
-    main()
+    # a refusal is its message alone, exit status 1 (--debug: traceback)
+    run_command(main, debug=debug_requested())

@@ -11,7 +11,9 @@ The input is a pretraining checkpoint of a ``configs/pmsn`` ViT config
 (``MSNViT`` backbone, ``MSNProjector`` neck, ``PMSNHead``) or a file
 written by ``msn_to_pmsn.py``; for the latter the official file comes back
 tensor for tensor (the scalars, the ``scaling_bias`` of older files and, if
-it was kept, the optimizer state too). Other checkpoints get a fresh AdamW
+it was kept, the optimizer state too), in its layout: a file converted from
+a released download (``target_encoder`` + ``prototypes`` only) gives that
+layout back. Other checkpoints get a fresh AdamW
 state with the official parameter groups, their epoch, and the batch size,
 lr and temperature of the training config mmengine saved in them.
 
@@ -23,13 +25,13 @@ Examples:
 """
 import argparse
 import os.path as osp
-import sys
 from typing import Dict, List, Optional
 
 import torch
 
 from pmsn_mm.apis.msn_checkpoints import pmsn_to_msn, read_msn_checkpoint
 from pmsn_mm.engine.atomic_file_backend import atomic_torch_save
+from pmsn_mm.utils.refusal import debug_requested, run_command
 
 
 def load_pmsn_checkpoint(path: str) -> Dict:
@@ -77,6 +79,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         action='store_const',
         const=False,
         help='bare encoder keys (a single-GPU official run)')
+    parser.add_argument(
+        '--debug',
+        action='store_true',
+        help='show the traceback of a refusal (by default its message '
+        'alone, exit status 1)')
     return parser.parse_args(argv)
 
 
@@ -99,20 +106,22 @@ def main(argv: Optional[List[str]] = None) -> str:
     # an official checkpoint this project can read back
     arch = read_msn_checkpoint(official, args.dst).arch
     atomic_torch_save(official, args.dst)
-    tensors = len(official['encoder']) + len(official['target_encoder']) + 1
+    tensors = len(official.get('encoder', ())) + len(
+        official['target_encoder']) + 1
     epoch = official.get('epoch')
-    prefixed = next(iter(official['encoder'])).startswith('module.')
+    prefixed = next(iter(official['target_encoder'])).startswith('module.')
+    layout = ('released layout: target_encoder + prototypes only'
+              if 'encoder' not in official else 'training layout')
     report = (f'{args.src}: {arch.describe()}'
               f'{f", epoch {epoch}" if epoch is not None else ""} -> '
-              f'{args.dst} (official MSN format, {tensors} tensors, encoder '
-              f'keys {"with" if prefixed else "without"} module.; '
-              'logistic_eval.py / linear_eval.py read target_encoder)')
+              f'{args.dst} (official MSN format, {layout}, {tensors} '
+              f'tensors, encoder keys {"with" if prefixed else "without"} '
+              'module.; logistic_eval.py / linear_eval.py read '
+              'target_encoder)')
     print(report)
     return report
 
 
 if __name__ == '__main__':
-    try:
-        main()
-    except (ValueError, FileNotFoundError) as error:  # the message alone
-        sys.exit(f'{type(error).__name__}: {error}')
+    # a refusal is its message alone, exit status 1 (--debug: traceback)
+    run_command(main, debug=debug_requested())

@@ -91,9 +91,11 @@ def write_imagenet(root: str,
                    val_per_class: int = 2,
                    awkward: bool = True) -> str:
     """ImageNet: ``train/<wnid>/<wnid>_<i>.JPEG``, ``val/ILSVRC2012_val_*``,
-    ``meta/{train,val}.txt`` (``<path> <label>``) and SimCLR's
+    ``meta/{train,val}.txt`` (``<path> <label>``), SimCLR's
     ``1percent.txt`` (one training file name per line,
-    :data:`ONE_PERCENT_PER_CLASS` per class).
+    :data:`ONE_PERCENT_PER_CLASS` per class) and official MSN's low-shot
+    lists ``imagenet_subsets1/{1,2,5}imgs_class.txt`` (the first 1, 2, 5
+    training file names of each class).
 
     Args:
         root: The data root to write (``data/imagenet``).
@@ -110,8 +112,10 @@ def write_imagenet(root: str,
     """
     num_classes = len(train_counts)
     train, one_percent = [], []
+    per_class: List[List[str]] = []
     for label, (wnid, count) in enumerate(
             zip(imagenet_wnids(num_classes), train_counts)):
+        per_class.append([])
         for i in range(count):
             kind, ext = (AWKWARD[label] if awkward and i == count - 1
                          and label < len(AWKWARD) else ('rgb_jpeg', '.JPEG'))
@@ -122,6 +126,7 @@ def write_imagenet(root: str,
             write_image(osp.join(root, 'train', name), rgb,
                         'rgb_jpeg' if kind == 'tiny_jpeg' else kind)
             train.append(f'{name} {label}')
+            per_class[-1].append(osp.basename(name))
             if i < ONE_PERCENT_PER_CLASS:
                 one_percent.append(osp.basename(name))
     val = []
@@ -136,6 +141,9 @@ def write_imagenet(root: str,
     _write_lines(osp.join(root, 'meta', 'train.txt'), train)
     _write_lines(osp.join(root, 'meta', 'val.txt'), val)
     _write_lines(osp.join(root, '1percent.txt'), one_percent)
+    for n in (1, 2, 5):  # official MSN's low-shot lists (--subset-path)
+        _write_lines(osp.join(root, 'imagenet_subsets1', f'{n}imgs_class.txt'),
+                     [name for names in per_class for name in names[:n]])
     return root
 
 

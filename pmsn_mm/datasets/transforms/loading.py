@@ -27,10 +27,12 @@ from PIL import Image
 
 from ...models.data_preprocessors.views import (check_view_groups,
                                                 smallest_crops)
+from ...utils.refusal import Refusal
 
 
-class ImageReadError(RuntimeError):
-    """An image file of a dataset cannot be read or decoded."""
+class ImageReadError(Refusal, RuntimeError):
+    """An image file of a dataset cannot be read or decoded (a refusal:
+    the tools print its message alone)."""
 
 
 def undecodable_reason(data: bytes) -> str:

@@ -3,6 +3,7 @@ from .cpu_threads_hook import CPUThreadsHook
 from .final_val_metrics_hook import FinalValMetricsHook
 from .host_copy_hook import HostCopyHook
 from .non_finite_guard_hook import NonFiniteGuardHook, NonFiniteTrainingError
+from .preemption_hook import PreemptionHook
 from .prior_weight_warmup_hook import PriorWeightWarmupHook
 from .prototype_assignment_hook import PrototypeAssignmentHook
 from .prototype_usage_hook import PrototypeUsageHook
@@ -12,7 +13,7 @@ from .work_dir_overwrite_hook import WorkDirOverwriteHook
 
 __all__ = [
     'CPUThreadsHook', 'FinalValMetricsHook', 'HostCopyHook',
-    'NonFiniteGuardHook', 'NonFiniteTrainingError', 'PriorWeightWarmupHook',
-    'PrototypeAssignmentHook', 'PrototypeUsageHook', 'RNGStateHook',
-    'TargetEMAHook', 'WorkDirOverwriteHook'
+    'NonFiniteGuardHook', 'NonFiniteTrainingError', 'PreemptionHook',
+    'PriorWeightWarmupHook', 'PrototypeAssignmentHook', 'PrototypeUsageHook',
+    'RNGStateHook', 'TargetEMAHook', 'WorkDirOverwriteHook'
 ]

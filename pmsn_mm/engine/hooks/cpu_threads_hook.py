@@ -6,7 +6,7 @@ from mmengine.hooks import Hook
 from mmpretrain.registry import HOOKS
 
 from ..cpu_load import (USER_THREADS, CPULoadSampler, available_cores,
-                        fair_threads)
+                        cpu_quota, describe_cores, fair_threads, quota_threads)
 
 
 @HOOKS.register_module()
@@ -16,16 +16,22 @@ class CPUThreadsHook(Hook):
     about its fair share instead of 3-30x (see
     :mod:`pmsn_mm.engine.cpu_load`).
 
-    With ``threads='auto'`` the machine's load is read every ``interval``
-    seconds during training, validation and testing (Linux ``/proc``; no
-    effect elsewhere): ``fair_threads(cores, other)`` threads, where
-    ``other`` is the cores other processes used meanwhile (a neighbour that
-    keeps a core busy on a 2-core machine: 1 thread; when it stops: 2
-    again). A new count needs two readings in a row, and every change is
-    logged in one line with the reason. An integer fixes the count, None
-    leaves torch's own (one thread per core). Runs whose model is on a GPU
-    are left alone, and so is a process started with ``OMP_NUM_THREADS`` or
-    ``MKL_NUM_THREADS`` set (the user's choice; logged once).
+    With ``threads='auto'`` the load of the cores the process may run on
+    (its CPU affinity) is read every ``interval`` seconds during training,
+    validation and testing (Linux ``/proc``; no effect elsewhere):
+    ``fair_threads(cores, other)`` threads, where ``other`` is how many of
+    those cores other processes used meanwhile (a neighbour that keeps a
+    core busy on a 2-core machine: 1 thread; when it stops: 2 again; jobs
+    busy on cores this process does not own do not count). A new count
+    needs two readings in a row, and every change is logged in one line
+    with the reason. A cgroup CPU quota (Docker's ``--cpus``) caps the
+    count at the quota rounded down (2 CPUs: at most 2 threads, 1.5: 1),
+    applied at the start and said in the log lines
+    (:func:`~pmsn_mm.engine.cpu_load.cpu_quota`). An integer fixes the
+    count, None leaves torch's own (one thread per core). Runs whose model
+    is on a GPU are left alone, and so is a process started with
+    ``OMP_NUM_THREADS`` or ``MKL_NUM_THREADS`` set (the user's choice;
+    logged once).
 
     In pmsn_mm's configs (``configs/_base_/default_runtime.py``) as
     ``default_hooks.cpu_threads``; ``default_hooks.cpu_threads.threads=None``
@@ -54,6 +60,7 @@ class CPUThreadsHook(Hook):
         self.sampler: Optional[CPULoadSampler] = None
         self.pending: Optional[int] = None
         self.cores = available_cores()
+        self.quota: Optional[float] = cpu_quota()
         self._started = False
 
     # ------------------------------------------------------------ decisions
@@ -78,12 +85,19 @@ class CPUThreadsHook(Hook):
                 f'CPU threads: {self.threads} of {self.cores} cores '
                 '(default_hooks.cpu_threads.threads).')
             return
+        cap = quota_threads(self.quota)
+        if cap is not None and torch.get_num_threads() > cap:
+            torch.set_num_threads(cap)  # known now, unlike the load
+        cores = describe_cores(self.cores, self.quota)
         self.sampler = CPULoadSampler(self.interval)
         if not self.sampler.measurable:
             self.sampler = None
+            if cap is not None and cap < self.cores:
+                runner.logger.info(f'CPU threads: {torch.get_num_threads()} '
+                                   f'of {cores} (the load cannot be read).')
             return
         runner.logger.info(
-            f'CPU threads: {torch.get_num_threads()} of {self.cores} cores, '
+            f'CPU threads: {torch.get_num_threads()} of {cores}, '
             'adjusted to the cores other processes leave free (read every '
             f'{self.interval:g} s; OMP_NUM_THREADS=N or '
             'default_hooks.cpu_threads.threads=N fixes it, =None leaves '
@@ -95,7 +109,7 @@ class CPUThreadsHook(Hook):
         other = self.sampler.update()
         if other is None:
             return
-        target = fair_threads(self.cores, other)
+        target = fair_threads(self.cores, other, self.quota)
         current = torch.get_num_threads()
         if target == current:
             self.pending = None
@@ -108,6 +122,9 @@ class CPUThreadsHook(Hook):
         why = (f'other processes keep {other:.1f} of {self.cores} cores busy'
                if target < current else
                f'other processes now use {other:.1f} of {self.cores} cores')
+        if target < fair_threads(self.cores, other):  # the quota caps it
+            why += (f'; a cgroup CPU quota of {self.quota:g} CPUs caps them '
+                    f'at {target}')
         runner.logger.info(f'CPU threads: {current} -> {target} ({why}).')
 
     # ---------------------------------------------------------------- hooks

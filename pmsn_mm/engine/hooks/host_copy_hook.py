@@ -60,10 +60,12 @@ class HostCopyHook(Hook):
             model.parameters()).device
         self.counter = HostCopyCounter(device)
         self.counter.mark_device(runner.model, runner.optim_wrapper)
-        loader = (runner.cfg.get('train_dataloader') or {}) if hasattr(
-            runner, 'cfg') else {}
+        # the loader as built (the saved config holds what the user wrote)
+        loader = getattr(getattr(runner, 'train_loop', None), 'dataloader',
+                         None)
         self._pinned = None if torch.device(
-            device).type == 'cuda' else bool(loader.get('pin_memory'))
+            device).type == 'cuda' else bool(
+                getattr(loader, 'pin_memory', False))
         self.iters = []
         self._handles = [
             pre.register_forward_pre_hook(lambda *_: self._set('views')),

@@ -30,6 +30,54 @@ def _checkpoint_due(runner) -> bool:
     return False
 
 
+def _trained_in_epoch(runner, loop) -> int:
+    """Batches of the current epoch an epoch-based loop had trained when
+    its checkpoint was saved (0: saved at an epoch's end)."""
+    dataloader = getattr(loop, 'dataloader', None)
+    try:
+        size = len(dataloader)  # type: ignore[arg-type]
+        trained = runner.iter - runner.epoch * size
+    except (TypeError, AttributeError):
+        return 0
+    return trained if 0 < trained <= size else 0
+
+
+class _SkipThenRestore:
+    """Dataloader proxy for the first epoch of an epoch-based run resumed
+    from a checkpoint saved in the middle of that epoch.
+
+    ``EpochBasedTrainLoop.run_epoch`` iterates the whole dataloader; this
+    proxy fetches and drops the ``skip`` batches the original run trained
+    in that epoch (as ``IterBasedTrainLoop`` advances its iterator after a
+    resume), restores the random states, and yields the rest. Other
+    attributes (``sampler``, ``dataset``, ``len``) are the dataloader's.
+
+    Args:
+        dataloader: The loop's dataloader.
+        skip: Batches of this epoch trained before the checkpoint.
+        state: The state for :func:`set_rng_state`.
+    """
+
+    def __init__(self, dataloader: Any, skip: int,
+                 state: Dict[str, Any]) -> None:
+        self.dataloader = dataloader
+        self.skip = skip
+        self.state = state
+
+    def __len__(self) -> int:
+        return len(self.dataloader)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__['dataloader'], name)
+
+    def __iter__(self) -> Iterator:
+        iterator = iter(self.dataloader)
+        for _ in range(self.skip):
+            next(iterator)
+        set_rng_state(self.state)
+        return iterator
+
+
 class _RestoreBeforeFetch:
     """Iterator proxy that restores RNG states right before fetch ``skip+1``.
 
@@ -78,14 +126,21 @@ class RNGStateHook(Hook):
       the trained iterations and right before the first new batch is
       fetched (so the per-sample pipeline, the batched augmentation in the
       model and the masks all replay);
-    - ``EpochBasedTrainLoop``: at the start of the first resumed epoch.
+    - ``EpochBasedTrainLoop``: at the start of the first resumed epoch; a
+      checkpoint saved in the middle of an epoch (``PreemptionHook``)
+      resumes that epoch after the batches it had trained: they are
+      fetched and dropped (as ``IterBasedTrainLoop`` does), then the states
+      are restored. The epoch's ``batch_idx`` (and the logged ``[i/n]``)
+      then counts from 0 again; ``runner.iter`` is exact.
 
     A single process reads its states when the checkpoint is saved. With
     several ranks (``Runner.save_checkpoint`` runs on rank 0 only) they are
     gathered with ``mmengine.dist.all_gather_object`` after each training
     iteration in which a ``CheckpointHook`` saves (its own interval rule),
-    after each epoch and before each validation (``save_best``); a
-    checkpoint saved at any other point holds no states (with a warning).
+    after each epoch, before each validation (``save_best``) and when a hook
+    calls :meth:`capture` (``PreemptionHook``, on every rank, before it
+    saves); a checkpoint saved at any other point holds no states (with a
+    warning).
     Validation does not consume the training stream: the states are put back
     after each validation, so a run gives the same result whether or when it
     validates, and a ``save_best`` checkpoint holds the states from before
@@ -110,8 +165,21 @@ class RNGStateHook(Hook):
         self._loaded: Optional[Dict[str, Any]] = None
         self._restore: Optional[Dict[str, Any]] = None
         self._proxy: Optional[_RestoreBeforeFetch] = None
+        self._skip: Optional[_SkipThenRestore] = None
 
     # ------------------------------------------------------------ saving
+    def capture(self, runner) -> None:
+        """Gather every rank's random states for a checkpoint saved in this
+        ``after_train_iter`` outside ``CheckpointHook``'s interval (e.g. on
+        preemption). A collective: every rank calls it, at the same
+        iteration. Nothing to do in a single process.
+
+        Args:
+            runner: The runner, after the iteration's train step.
+        """
+        if get_dist_info()[1] > 1:
+            self._capture(runner)
+
     def _capture(self, runner) -> None:
         self._states = all_gather_object(get_rng_state())
         self._states_iter = runner.iter
@@ -125,6 +193,9 @@ class RNGStateHook(Hook):
             self._capture(runner)
 
     def after_train_epoch(self, runner) -> None:
+        if self._skip is not None:  # the resumed epoch is over
+            runner.train_loop.dataloader = self._skip.dataloader
+            self._skip = None
         if get_dist_info()[1] > 1:
             self._capture(runner)
 
@@ -188,6 +259,9 @@ class RNGStateHook(Hook):
             self._proxy = _RestoreBeforeFetch(loop.dataloader_iterator,
                                               runner.iter, state)
             loop.dataloader_iterator = self._proxy
+        elif _trained_in_epoch(runner, loop):  # saved in an epoch's middle
+            self._skip = _SkipThenRestore(
+                loop.dataloader, _trained_in_epoch(runner, loop), state)
         else:
             self._restore = state
         runner.logger.info(
@@ -198,6 +272,12 @@ class RNGStateHook(Hook):
         if self._restore is not None:
             set_rng_state(self._restore)
             self._restore = None
+        if self._skip is not None:
+            runner.train_loop.dataloader = self._skip
+            runner.logger.info(
+                f'RNGStateHook: epoch {runner.epoch + 1} was saved after '
+                f'{self._skip.skip} of its {len(self._skip)} batches; '
+                'skipping them.')
 
     def before_train_iter(self,
                           runner,

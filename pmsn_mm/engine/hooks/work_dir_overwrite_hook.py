@@ -81,7 +81,13 @@ class WorkDirOverwriteHook(Hook):
             f'{self.folder}; deleted once this run writes a checkpoint, put '
             'back if it stops before.')
 
-    def _discard_if_saved(self, runner) -> None:
+    def discard_if_saved(self, runner) -> None:
+        """Delete the moved files if this run has written a checkpoint
+        (also called by ``PreemptionHook`` before its process exits).
+
+        Args:
+            runner: The runner (for the log).
+        """
         if self.folder is None or not existing_checkpoints(self.work_dir):
             return
         discard_moved(self.folder)
@@ -94,19 +100,19 @@ class WorkDirOverwriteHook(Hook):
     def after_train_iter(self, runner, batch_idx: int, data_batch=None,
                          outputs=None) -> None:
         """Delete the moved files once a checkpoint of this run exists."""
-        self._discard_if_saved(runner)
+        self.discard_if_saved(runner)
 
     def after_train_epoch(self, runner) -> None:
         """As :meth:`after_train_iter` (epoch-based checkpoints)."""
-        self._discard_if_saved(runner)
+        self.discard_if_saved(runner)
 
     def after_val_epoch(self, runner, metrics=None) -> None:
         """As :meth:`after_train_iter` (``best_*.pth``)."""
-        self._discard_if_saved(runner)
+        self.discard_if_saved(runner)
 
     def after_train(self, runner) -> None:
         """A run that wrote no checkpoint gives the old files back."""
-        self._discard_if_saved(runner)
+        self.discard_if_saved(runner)
         self.restore()
 
     def restore(self) -> None:

@@ -15,15 +15,25 @@ imports pmsn_mm) or ``mim train pmsn_mm CONFIG`` — and it adds, in order:
   has it, mmengine's float16 + scaler elsewhere, and it also runs on a CPU);
   the dataloaders fitted to the machine (workers, ``pin_memory``); a
   distributed launch without CUDA on gloo, a DDP wrapper that takes frozen
-  models too, one line instead of mmengine's per-rank thread warnings;
+  models too, one line instead of mmengine's per-rank thread warnings.
+  What mmengine keeps as the run's config (logged, dumped into the work dir,
+  saved in every checkpoint's ``meta['cfg']``) is the config as written
+  with the user's ``--cfg-options``; each adaptation to the machine is
+  logged in one line and lives only in the arguments the runner is built
+  with;
 - once built: the upstream notes nobody can act on filtered from the log;
+  the console output of the build (environment, config, hooks) held until
+  the first iteration starts, so that a refusal (:mod:`pmsn_mm.utils.
+  refusal`) before it is printed alone and leaves the work dir as it was
+  (:mod:`pmsn_mm.engine.deferred_console`);
 - :meth:`train`: the work-dir guard (a run that neither resumes nor
   overwrites, into a work dir holding checkpoints, is refused and leaves
   the work dir as it was; ``resume=True`` without ``load_from`` resumes
   from the work dir's last complete checkpoint, a copied work dir from its
   own files; ``overwrite_work_dir=True`` replaces the earlier checkpoints
-  only once this run has written one), and a training loader that holds no
-  batch is refused with the numbers;
+  only once this run has written one), resuming a run that already
+  finished says so in one line (exit status 0), and a training loader that
+  holds no batch is refused with the numbers;
 - :meth:`test`: a config without a test loop is refused naming the
   benchmarks of its encoder, and a checkpoint that does not fit the model
   (missing or mis-shaped weights) is refused naming how the architectures
@@ -34,10 +44,14 @@ import logging
 import os
 import os.path as osp
 import shutil
-from typing import Any, Dict, Optional, Union
+from contextvars import ContextVar
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
+import torch
 from mmengine.config import Config
 from mmengine.dist import is_main_process
+from mmengine.hooks import Hook
+from mmengine.logging import MMLogger
 from mmengine.model import is_model_wrapper
 # mmengine's root registry (a new name there): mmpretrain's tools/train.py
 # builds runners with it, before any default scope is set
@@ -47,6 +61,8 @@ from mmengine.runner.checkpoint import CheckpointLoader
 
 from ...config import check_config
 from ...datasets.non_empty import check_has_batches
+from ...utils.refusal import (DeferredConsole, NothingToDo, active_console,
+                              refusal_message)
 from ...utils.upstream_notes import (MMEngineFileClientNotes,
                                      unused_checkpoint_keys_unlisted)
 from ..atomic_file_backend import atomic_write_bytes
@@ -56,7 +72,7 @@ from ..hooks.work_dir_overwrite_hook import WorkDirOverwriteHook
 from ..launcher import explain_distributed_thread_notes, setup_cpu_distributed
 from ..loaders import fit_loaders_to_machine
 from ..optimizers import amp_device_available
-from ..work_dir import prepare_work_dir
+from ..work_dir import finished_run, prepare_work_dir
 
 #: mmengine's AMP wrapper; pmsn_mm runs it as ``DeviceAwareAmpOptimWrapper``.
 AMP_WRAPPER = 'AmpOptimWrapper'
@@ -110,6 +126,118 @@ def _config_dump(cfg: Any) -> Optional[str]:
     return osp.join(osp.abspath(cfg.work_dir), osp.basename(cfg.filename))
 
 
+#: The config as the user wrote it, for the runner being built (mmengine's
+#: ``from_cfg`` passes only one config to ``__init__``).
+_WRITTEN: ContextVar[Optional[Config]] = ContextVar('pmsn_written_cfg',
+                                                    default=None)
+
+
+class RunStartedHook(Hook):
+    """Marks when the first iteration of a loop starts (the first batch has
+    been read by then) and releases the held console then. Added by
+    ``PMSNRunner`` around each loop it runs, not by configs.
+
+    Args:
+        console: The console to release, or None.
+    """
+
+    priority = 'HIGHEST'
+
+    def __init__(self, console: Optional[DeferredConsole]) -> None:
+        self.console = console
+        self.started = False
+
+    def release(self) -> None:
+        """Mark the run started; print what the console held."""
+        self.started = True
+        if self.console is not None:
+            self.console.release()
+
+    def before_train_iter(self, runner, batch_idx: int,
+                          data_batch=None) -> None:
+        self.release()
+
+    def before_val_iter(self, runner, batch_idx: int,
+                        data_batch=None) -> None:
+        self.release()
+
+    def before_test_iter(self, runner, batch_idx: int,
+                         data_batch=None) -> None:
+        self.release()
+
+
+class _WorkDirBefore:
+    """What the work dir held before a runner was built, to leave it so
+    when the run is refused: whether it existed, its entries and the
+    earlier config dump.
+
+    Args:
+        cfg: The config (``work_dir``, ``filename``).
+    """
+
+    def __init__(self, cfg: Any) -> None:
+        work_dir = cfg.get('work_dir')
+        self.work_dir: Optional[str] = osp.abspath(work_dir) if work_dir \
+            else None
+        self.existed = self.work_dir is not None and osp.isdir(self.work_dir)
+        self.entries = set(os.listdir(self.work_dir)) if self.existed \
+            else set()
+        self.dump = _config_dump(cfg)
+        self.earlier: Optional[bytes] = None
+        self.times: Optional[Tuple[int, int]] = None
+        if self.dump is not None and osp.isfile(self.dump):
+            with open(self.dump, 'rb') as f:
+                self.earlier = f.read()
+            stat = os.stat(self.dump)
+            self.times = (stat.st_atime_ns, stat.st_mtime_ns)
+
+    def restore(self) -> None:
+        """Remove what the refused run created there (rank 0): its log
+        folder, its config dump (the earlier one is put back), the work
+        dir itself if the run created it."""
+        if not is_main_process() or self.work_dir is None:
+            return
+        for logger in [logging.getLogger()] + list(
+                MMLogger._instance_dict.values()):
+            for handler in list(logger.handlers):
+                if isinstance(handler, logging.FileHandler) and osp.abspath(
+                        handler.baseFilename).startswith(self.work_dir):
+                    handler.close()
+                    logger.removeHandler(handler)
+        if not osp.isdir(self.work_dir):
+            return
+        if not self.existed:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+            return
+        for name in set(os.listdir(self.work_dir)) - self.entries:
+            path = osp.join(self.work_dir, name)
+            if osp.isdir(path) and not osp.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            elif self.dump is None or path != self.dump:
+                os.remove(path)
+        if self.dump is None:
+            return
+        if self.earlier is not None:
+            atomic_write_bytes(self.earlier, self.dump)
+            if self.times is not None:  # as it was, to the nanosecond
+                os.utime(self.dump, ns=self.times)
+        elif osp.isfile(self.dump):
+            os.remove(self.dump)
+
+
+def _refused(error: BaseException, console: Optional[DeferredConsole],
+             before: _WorkDirBefore) -> None:
+    """A run ended by ``error`` before its first iteration: a refusal drops
+    the held console output and leaves the work dir as it was; a failure
+    prints the held output (its traceback follows)."""
+    if refusal_message(error) is not None:
+        if console is not None:
+            console.discard()
+        before.restore()
+    elif console is not None:
+        console.release()
+
+
 @RUNNERS.register_module()
 class PMSNRunner(Runner):
     """mmengine's ``Runner`` with the checks and safeguards of pmsn_mm's
@@ -123,9 +251,39 @@ class PMSNRunner(Runner):
     _resume: Union[bool, str]
     _load_from: Optional[str]
 
+    def __init__(self, *args: Any, cfg: Any = None, **kwargs: Any) -> None:
+        # mmengine keeps ``cfg``, logs it, dumps it into the work dir and
+        # saves it in every checkpoint: the config as written; what was
+        # fitted to this machine is in the arguments (loaders, env_cfg)
+        # and in ``model_wrapper_cfg`` (read by :meth:`wrap_model`)
+        written = _WRITTEN.get()
+        self._machine_cfg = cfg
+        super().__init__(*args, cfg=written if written is not None else cfg,
+                         **kwargs)
+
+    def wrap_model(self, model_wrapper_cfg: Optional[Dict],
+                   model: torch.nn.Module) -> Any:
+        """mmengine's ``wrap_model`` with the wrapper fitted to the machine
+        (:func:`distributed_wrapper`, gloo DDP on a CPU).
+
+        Args:
+            model_wrapper_cfg: The written config's wrapper (unused when
+                the machine's differs).
+            model: The model.
+        """
+        machine = getattr(self, '_machine_cfg', None)
+        if machine is not None:
+            model_wrapper_cfg = machine.get('model_wrapper_cfg')
+        return super().wrap_model(model_wrapper_cfg, model)
+
     @classmethod
     def from_cfg(cls, cfg: Config) -> 'PMSNRunner':
-        """Check and complete the config, then build the runner.
+        """Check the config, fit it to the machine, then build the runner.
+
+        The console output of the build is held until the run starts
+        (:class:`~pmsn_mm.engine.deferred_console.DeferredConsole`), so a
+        refused run prints its refusal alone and leaves the work dir as it
+        was.
 
         Args:
             cfg: The merged config.
@@ -135,62 +293,77 @@ class PMSNRunner(Runner):
         """
         cfg = copy.deepcopy(cfg)
         check_config(cfg)
-        notes = [note for note in (device_aware_amp(cfg),
-                                   fit_loaders_to_machine(cfg)) if note]
-        launcher = cfg.get('launcher', 'none')
-        explain_distributed_thread_notes(launcher)
-        setup_cpu_distributed(cfg, launcher)
-        distributed_wrapper(cfg)
-        dump = _config_dump(cfg)
-        earlier = None
-        if dump is not None and osp.isfile(dump):
-            with open(dump, 'rb') as f:
-                earlier = f.read()
-        runner = super().from_cfg(cfg)
-        runner._earlier_dump = (dump, earlier)
+        written = copy.deepcopy(cfg)
+        console = active_console()  # held by the tool (run_command)
+        before = _WorkDirBefore(cfg)
+        token = _WRITTEN.set(written)
+        try:
+            notes = [note for note in (device_aware_amp(cfg),
+                                       fit_loaders_to_machine(cfg)) if note]
+            launcher = cfg.get('launcher', 'none')
+            explain_distributed_thread_notes(launcher)
+            setup_cpu_distributed(cfg, launcher)
+            distributed_wrapper(cfg)
+            runner = super().from_cfg(cfg)
+        except BaseException as error:
+            _refused(error, console, before)
+            raise
+        finally:
+            _WRITTEN.reset(token)
+        runner._console = console
+        runner._before = before
         runner.logger.addFilter(MMEngineFileClientNotes())
         for note in notes:
             runner.logger.info(note)
         return runner
 
-    # ------------------------------------------------------------ training
-    def _undo_init_files(self) -> None:
-        """Leave the work dir as the refused run found it: its log folder
-        removed, the earlier config dump back (or the new one removed)."""
-        if not is_main_process():
-            return
-        for handler in list(self.logger.handlers):
-            if isinstance(handler, logging.FileHandler):
-                handler.close()
-                self.logger.removeHandler(handler)
-        shutil.rmtree(self.log_dir, ignore_errors=True)
-        dump, earlier = getattr(self, '_earlier_dump', (None, None))
-        if dump is None:
-            return
-        if earlier is not None:
-            atomic_write_bytes(earlier, dump)
-        elif osp.isfile(dump):
-            os.remove(dump)
+    def _run(self, run: Callable[[], Any]) -> Any:
+        """Run a loop: until its first iteration starts, an error is handled
+        by :func:`_refused`; the held console output is printed when the
+        first iteration starts (:class:`RunStartedHook`) or the loop ends.
+        """
+        started = RunStartedHook(getattr(self, '_console', None))
+        self.register_hook(started)
+        try:
+            result = run()
+        except BaseException as error:
+            if not started.started:
+                _refused(error, started.console,
+                         getattr(self, '_before', None) or _WorkDirBefore({}))
+            started.release()
+            raise
+        started.release()
+        return result
 
+    # ------------------------------------------------------------ training
     def _plan_work_dir(self) -> WorkDirOverwriteHook:
         """Apply the work-dir guard (see the module docstring); the hook
         that carries out an overwrite."""
         view = Config(dict(work_dir=self.work_dir, resume=self._resume,
                            load_from=self._load_from),
                       filename=self.cfg.filename)
-        try:
-            plan = prepare_work_dir(
-                view, bool(self.cfg.get('overwrite_work_dir', False)))
-        except (FileExistsError, ValueError):
-            self._undo_init_files()
-            raise
+        plan = prepare_work_dir(
+            view, bool(self.cfg.get('overwrite_work_dir', False)))
         self._resume, self._load_from = view.resume, view.load_from
         for note in plan.notes:
             self.logger.info(note)
-        _, earlier = getattr(self, '_earlier_dump', (None, None))
+        earlier = getattr(self, '_before', None)
+        earlier = earlier.earlier if earlier is not None else None
         if earlier is None:  # the dump in the work dir is this run's own
             plan.config_dump = None
         return WorkDirOverwriteHook(self.work_dir, plan, dump=earlier)
+
+    def _check_finished(self) -> None:
+        """Refuse, in one line, to resume a run that already finished."""
+        if not self._resume or not self._load_from:
+            return
+        done = finished_run(self._load_from, self.cfg.get('train_cfg'))
+        if done is not None:
+            raise NothingToDo(
+                f'Nothing to train: {done} To train again from iteration 0 '
+                'pass --overwrite (or another --work-dir); to train longer '
+                'raise the schedule (e.g. --cfg-options '
+                'train_cfg.max_iters=N).')
 
     def train(self):
         """mmengine's ``train`` behind the work-dir guard; an earlier run's
@@ -200,14 +373,20 @@ class PMSNRunner(Runner):
         Returns:
             The trained model.
         """
-        overwrite = self._plan_work_dir()
-        self.register_hook(overwrite)
-        try:
+        overwrite: List[WorkDirOverwriteHook] = []
+
+        def run() -> Any:
+            overwrite.append(self._plan_work_dir())
+            self._check_finished()
+            self.register_hook(overwrite[0])
             check_has_batches(self.train_dataloader)  # before the schedulers
-            return super().train()
-        except BaseException:
-            overwrite.restore()
-            raise
+            try:
+                return super(PMSNRunner, self).train()
+            except BaseException:
+                overwrite[0].restore()
+                raise
+
+        return self._run(run)
 
     # ------------------------------------------------------------- testing
     def _check_test_loop(self) -> None:
@@ -248,8 +427,11 @@ class PMSNRunner(Runner):
         Returns:
             The metrics.
         """
-        self._check_test_loop()
-        if self._load_from:
-            self.logger.info(self._check_checkpoint(self._load_from))
-        with unused_checkpoint_keys_unlisted():  # the line above says it
-            return super().test()
+        def run() -> dict:
+            self._check_test_loop()
+            if self._load_from:
+                self.logger.info(self._check_checkpoint(self._load_from))
+            with unused_checkpoint_keys_unlisted():  # the line above says it
+                return super(PMSNRunner, self).test()
+
+        return self._run(run)
