@@ -177,3 +177,30 @@ def test_dist_train_prints_the_refusal_once(world):
     assert '\n' not in seen, seen[-3000:]
     for noise in ('Traceback', 'ChildFailedError', '[rank', 'FAILED'):
         assert noise not in seen, seen
+
+
+def test_a_run_after_a_refused_one_in_the_same_second(tmp_path, monkeypatch):
+    """A refused run's work dir is removed; a run built next in the same
+    process and second (mmengine names its logger and visualizer by config
+    file name and timestamp) gets fresh ones, not the removed run's."""
+    import mmengine.runner.runner as mmengine_runner
+    from mmengine.config import Config
+    from mmengine.registry import RUNNERS
+
+    monkeypatch.setattr(mmengine_runner.time, 'strftime',
+                        lambda *args: '20260101_000000')
+    config = write_config(tmp_path, TINY_PMSN.replace('max_iters=6',
+                                                      'max_iters=1'))
+    refused = Config.fromfile(config)
+    refused.work_dir = str(tmp_path / 'refused')
+    refused.train_dataloader.dataset.num_samples = 4  # too few per class
+    runner = RUNNERS.build(refused)
+    with pytest.raises(ValueError, match='needs 4 per batch'):
+        runner.train()
+    assert not osp.exists(refused.work_dir)
+    ok = Config.fromfile(config)
+    ok.work_dir = str(tmp_path / 'ok')
+    RUNNERS.build(ok).train()
+    assert osp.isfile(osp.join(ok.work_dir, '20260101_000000',
+                               '20260101_000000.log'))
+    assert osp.isfile(osp.join(ok.work_dir, 'iter_1.pth'))

@@ -58,6 +58,7 @@ from mmengine.model import is_model_wrapper
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 from mmengine.runner.checkpoint import CheckpointLoader
+from mmengine.visualization import Visualizer
 
 from ...config import check_config
 from ...datasets.non_empty import check_has_batches
@@ -197,13 +198,33 @@ class _WorkDirBefore:
         dir itself if the run created it."""
         if not is_main_process() or self.work_dir is None:
             return
+        inside = self.work_dir + os.sep
         for logger in [logging.getLogger()] + list(
                 MMLogger._instance_dict.values()):
             for handler in list(logger.handlers):
                 if isinstance(handler, logging.FileHandler) and osp.abspath(
-                        handler.baseFilename).startswith(self.work_dir):
+                        handler.baseFilename).startswith(inside):
                     handler.close()
                     logger.removeHandler(handler)
+        # the refused run's logger and visualizer write into what is removed
+        # below: a run built later in this process under the same name (same
+        # config file name and second) must not get them back from mmengine
+        for name, logger in list(MMLogger._instance_dict.items()):
+            if name != 'mmengine' and getattr(logger, 'log_file', None) and \
+                    osp.abspath(logger.log_file).startswith(inside):
+                MMLogger._instance_dict.pop(name, None)
+        kinds, found = [Visualizer], []  # each subclass has its own dict
+        while kinds:
+            kind = kinds.pop()
+            found.append(kind)
+            kinds.extend(kind.__subclasses__())
+        for kind in found:
+            for name, visualizer in list(kind._instance_dict.items()):
+                if any(osp.abspath(str(getattr(backend, '_save_dir', ''))
+                                   ).startswith(inside)
+                       for backend in getattr(visualizer, '_vis_backends',
+                                              {}).values()):
+                    kind._instance_dict.pop(name, None)
         if not osp.isdir(self.work_dir):
             return
         if not self.existed:
