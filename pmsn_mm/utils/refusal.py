@@ -70,13 +70,18 @@ def _mmengine_loggers() -> List[logging.Logger]:
     return [v for v in instances.values() if isinstance(v, logging.Logger)]
 
 
-def _stream_handlers() -> List[logging.StreamHandler]:
-    """The console handlers of every logger (mmengine's included)."""
-    loggers = [logging.getLogger()] + [
+def all_loggers() -> List[logging.Logger]:
+    """Every logger of the process: the root, ``logging``'s registry and
+    mmengine's instances (which that registry does not hold)."""
+    return [logging.getLogger()] + [
         logger for logger in logging.Logger.manager.loggerDict.values()
         if isinstance(logger, logging.Logger)
     ] + _mmengine_loggers()
-    return [h for logger in loggers for h in logger.handlers
+
+
+def _stream_handlers() -> List[logging.StreamHandler]:
+    """The console handlers of every logger (mmengine's included)."""
+    return [h for logger in all_loggers() for h in logger.handlers
             if isinstance(h, logging.StreamHandler)
             and not isinstance(h, logging.FileHandler)]
 

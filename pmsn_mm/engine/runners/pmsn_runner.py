@@ -63,7 +63,7 @@ from mmengine.visualization import Visualizer
 from ...config import check_config
 from ...datasets.non_empty import check_has_batches
 from ...utils.refusal import (DeferredConsole, NothingToDo, active_console,
-                              refusal_message)
+                              all_loggers, refusal_message)
 from ...utils.upstream_notes import (MMEngineFileClientNotes,
                                      unused_checkpoint_keys_unlisted)
 from ..atomic_file_backend import atomic_write_bytes
@@ -199,8 +199,7 @@ class _WorkDirBefore:
         if not is_main_process() or self.work_dir is None:
             return
         inside = self.work_dir + os.sep
-        for logger in [logging.getLogger()] + list(
-                MMLogger._instance_dict.values()):
+        for logger in all_loggers():
             for handler in list(logger.handlers):
                 if isinstance(handler, logging.FileHandler) and osp.abspath(
                         handler.baseFilename).startswith(inside):
