@@ -202,7 +202,9 @@ def main(argv: List[str] = None) -> None:
     if args.cyanure_path:
         sys.path.insert(0, args.cyanure_path)
     sys.path.insert(0, REPO)
-    from pmsn_mm.apis.msn_checkpoints import pmsn_to_msn
+    sys.path.append(osp.join(REPO, 'tools', 'model_converters'))
+    from msn_checkpoints import pmsn_to_msn
+
     from pmsn_mm.evaluation.functional.logistic_regression import \
         select_and_evaluate
     from pmsn_mm.evaluation.functional.msn_logistic import \

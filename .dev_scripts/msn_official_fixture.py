@@ -1,5 +1,5 @@
 """Official MSN checkpoints and what the official code computes from them:
-the fixture of tests/test_apis/test_msn_checkpoints.py, and the exactness
+the fixture of tests/test_tools/test_msn_checkpoints.py, and the exactness
 check of the converter at full size.
 
 Imports the official modules (``src.deit``, ``src.msn_train.init_model``,
@@ -35,8 +35,8 @@ a swapped name changes the outputs.
 With ``--full`` it builds ViT-S/16 (``deit_small``) and ViT-B/4
 (``deit_base_p4``, its first 2 blocks) with the official ``init_model`` at
 224 px, saves them in the official format (ViT-S/16 also in the released
-layout), converts them with
-:func:`pmsn_mm.apis.msn_checkpoints.msn_to_pmsn`, builds pmsn_mm's model
+layout), converts them with ``msn_to_pmsn`` of
+``tools/model_converters/msn_checkpoints.py``, builds pmsn_mm's model
 from the converted file and prints the largest differences of the CLS
 features, ``forward_blocks`` features, projector outputs and prototype
 logits on the same images (nothing is written).
@@ -305,11 +305,12 @@ def check_full(official) -> None:
     converted from the released layout (target_encoder + prototypes), which
     must give the official target encoder's outputs."""
     sys.path.insert(0, REPO)
+    sys.path.append(osp.join(REPO, 'tools', 'model_converters'))
     from mmengine.registry import init_default_scope
     from mmpretrain.registry import MODELS
+    from msn_checkpoints import msn_to_pmsn
 
     import pmsn_mm  # noqa: F401
-    from pmsn_mm.apis.msn_checkpoints import msn_to_pmsn
     _, init_model, _, _ = official
     init_default_scope('mmpretrain')
     prefixes = {'online': ('backbone.', 'neck.'),

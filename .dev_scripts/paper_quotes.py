@@ -1,7 +1,7 @@
 """Write or check configs/recipes/paper_quotes.yaml from the paper.
 
 The recipe tables quote the paper; the tests check those quotes against
-the carried index (``pmsn_mm.recipes.paper_quotes``), not the paper, which
+the carried index (``tests._recipes.paper_quotes``), not the paper, which
 a user's clone does not have. A maintainer with the paper's LaTeX source
 at hand keeps the index true:
 
@@ -19,7 +19,7 @@ from typing import List, Optional
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from pmsn_mm.recipes import paper_quotes  # noqa: E402
+from tests._recipes import paper_quotes  # noqa: E402
 
 
 def main(argv: Optional[List[str]] = None) -> int:

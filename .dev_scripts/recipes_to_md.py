@@ -20,8 +20,8 @@ import yaml
 
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from pmsn_mm.recipes import load_recipe_table  # noqa: E402
-from pmsn_mm.recipes.paper_quotes import NOT_TABLES  # noqa: E402
+from tests._recipes import load_recipe_table  # noqa: E402
+from tests._recipes.paper_quotes import NOT_TABLES  # noqa: E402
 
 RECIPES = osp.join(ROOT, 'configs', 'recipes')
 OUT = osp.join(ROOT, 'docs', 'recipes.md')

@@ -9,7 +9,8 @@ where it exceeded it), 2 iterations (``max_iters`` or one epoch of 2
 batches), no dataloader workers, and small in-memory toy sets and kNN
 banks. The pipeline, views, sampler type, algorithm, head, loss, prior,
 hooks and optimizer wrapper stay the config's own (the AMP configs'
-``DeviceAwareAmpOptimWrapper`` trains with bfloat16 autocast on the CPU).
+``DeviceAwareAmpOptimWrapper`` trains with the ``dtype='bfloat16'`` they
+write, as on a GPU: bfloat16 autocast without a loss scaler).
 Data is read from ``data/`` under the working directory,
 where the configs' ``data_root`` settings look (written by
 ``make_sample_data``).
@@ -184,7 +185,7 @@ def shrink(cfg: Config, work_dir: str,
     shrink_model(cfg)
     # a pretrained full-size checkpoint (the *_from-msn* continuations'
     # converted MSN file) fits no narrowed model; loading a converted
-    # checkpoint is tested in tests/test_apis/test_msn_checkpoints.py
+    # checkpoint is tested in tests/test_tools/test_msn_checkpoints.py
     cfg.load_from = None
     for part in ('backbone', 'neck'):
         init = (cfg.model.get(part) or {}).get('init_cfg')

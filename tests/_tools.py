@@ -1,4 +1,6 @@
-"""Load a script of ``tools/`` as a module (they are not a package)."""
+"""Load a script of ``tools/`` as a module (they are not a package), or a
+helper module that lives beside its tools."""
+import importlib
 import os.path as osp
 import re
 import sys
@@ -22,3 +24,17 @@ def load_tool(path: str) -> types.ModuleType:
         spec.loader.exec_module(module)
         sys.modules[name] = module
     return sys.modules[name]
+
+
+def import_beside_tools(path: str) -> types.ModuleType:
+    """The helper module ``REPO/path`` of a ``tools/`` folder (e.g.
+    ``'tools/model_converters/msn_checkpoints.py'``), imported by the name
+    its tools import it by, so that the tests and the tools share one module.
+
+    Args:
+        path: The helper's path relative to the repository root.
+    """
+    folder, name = osp.split(osp.join(REPO, path))
+    if folder not in sys.path:
+        sys.path.append(folder)  # as the tools do when they are imported
+    return importlib.import_module(osp.splitext(name)[0])

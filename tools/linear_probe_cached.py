@@ -6,11 +6,14 @@ training pipeline without random augmentation, every epoch of
 computes them once (backbone + neck, with a progress bar), then trains the
 probes on the cached features with the config's own optimiser, parameter
 schedulers, epochs, sampler (same seed, so same batch order) and evaluator,
-through an mmengine ``Runner``. Up to floating-point summation order the
-trained probes and accuracies are those of the online run. It finally
-measures a few real online iterations and prints the speed-up. The work is
-:func:`pmsn_mm.evaluation.cached_probe.run_cached_probe`; this script only
-reads the arguments.
+through ``PMSNRunner``. Up to floating-point summation order the trained
+probes and accuracies are those of the online run. It finally measures a
+few real online iterations and prints the speed-up. The work is
+``run_cached_probe`` of ``tools/cached_probe.py`` (beside it); this script only
+reads the arguments. ``--resume`` and ``--overwrite`` are those of
+``tools/train.py`` (:mod:`pmsn_mm.engine.resume` decides, before any
+feature is extracted): a work dir that holds checkpoints is refused
+without one of them.
 
 The probe configs follow VISSL (paper App. E.2) and augment the training
 images (random crops, flips), which this mode cannot reproduce: it refuses
@@ -25,15 +28,24 @@ one process (one GPU, or the CPU); features are kept in host memory
 Examples:
     python tools/linear_probe_cached.py CONFIG CHECKPOINT
     python tools/linear_probe_cached.py CONFIG CHECKPOINT --use-test-pipeline
+    python tools/linear_probe_cached.py CONFIG CHECKPOINT --work-dir D --resume
 """
 import argparse
 import os.path as osp
+import sys
 from typing import Dict, List, Optional
 
 from mmengine.config import Config, DictAction
 
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
-from pmsn_mm.evaluation.cached_probe import run_cached_probe
+from pmsn_mm.engine.resume import add_resume_arguments, apply_resume_args
+from pmsn_mm.utils.refusal import debug_requested, run_command
+
+# its helper beside it (a script's folder is on sys.path; add it when the
+# script is imported instead of run)
+if osp.dirname(osp.abspath(__file__)) not in sys.path:
+    sys.path.append(osp.dirname(osp.abspath(__file__)))
+from cached_probe import run_cached_probe
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -46,6 +58,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         help="encoder checkpoint for every Pretrained init_cfg ('none': "
         "keep the config's)")
     parser.add_argument('--work-dir', help='output folder')
+    add_resume_arguments(parser)  # --resume [auto|PATH], --overwrite
     parser.add_argument(
         '--use-test-pipeline',
         action='store_true',
@@ -62,6 +75,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         nargs='+',
         action=DictAction,
         help='override config settings, e.g. train_cfg.max_epochs=10')
+    parser.add_argument(
+        '--debug',
+        action='store_true',
+        help='show the traceback of a refusal (by default a refused run '
+        'prints its message alone and exits with status 1)')
     return parser.parse_args(argv)
 
 
@@ -71,6 +89,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, object]:
         raise ValueError(
             f'--online-iters must be >= 0 but is {args.online_iters}.')
     cfg = Config.fromfile(args.config)
+    apply_resume_args(cfg, args.resume, args.overwrite)
     if args.cfg_options:
         cfg.merge_from_dict(args.cfg_options)
     # misspelled types and keys, one owner per number
@@ -84,4 +103,5 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, object]:
 
 
 if __name__ == '__main__':
-    main()
+    # a refusal is its message alone, exit status 1 (a finished run: 0)
+    run_command(main, debug=debug_requested())

@@ -18,6 +18,7 @@ keys, as mmpretrain's ``tools/test.py`` does.
 import argparse
 import os
 import os.path as osp
+import sys
 from typing import Tuple
 
 from mmengine.config import Config, DictAction
@@ -25,9 +26,14 @@ from mmengine.runner import Runner
 from mmpretrain.registry import RUNNERS
 
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
-from pmsn_mm.config.overrides import check_config_path, check_option_keys
 from pmsn_mm.engine.launcher import end_distributed, exit_after_distributed_run
 from pmsn_mm.utils.refusal import debug_requested, run_command
+
+# its helper beside it (a script's folder is on sys.path; add it when the
+# script is imported instead of run)
+if osp.dirname(osp.abspath(__file__)) not in sys.path:
+    sys.path.append(osp.dirname(osp.abspath(__file__)))
+from cli_overrides import check_config_path, check_option_keys
 
 #: What ``--out`` writes: mmengine's ``DumpResults`` pickles the per-sample
 #: outputs, and accepts only these suffixes.

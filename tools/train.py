@@ -5,23 +5,27 @@ Examples:
     python tools/train.py CONFIG --work-dir work_dirs/x --resume
     python tools/train.py CONFIG --work-dir work_dirs/x --overwrite
     python tools/train.py CONFIG --max-iters 3   # a smoke run, any loop
+    python tools/train.py CONFIG --amp   # bfloat16 (--amp float16: a GPU)
     bash tools/dist_train.sh CONFIG 8
 
 The flags set config keys, as mmpretrain's ``tools/train.py`` does;
 everything else a run needs comes from the config and its runner
 (``runner_type='PMSNRunner'``, see :mod:`pmsn_mm.engine.runners.pmsn_runner`):
-the config checks, mixed precision, the dataloaders fitted to the machine,
+the config checks, the dataloaders fitted to the machine,
 and the work-dir guard — a run that does not resume refuses a work dir that
 already holds checkpoints (pass --resume or --overwrite; the latter replaces
 the old checkpoints only once the new run has written one); ``--resume``
 without a path continues from ``last_checkpoint`` resolved inside the work
 dir, else from its newest ``iter_N.pth``/``epoch_N.pth``, else starts from
-iteration 0 (and says so). So mmpretrain's ``tools/train.py`` and ``mim
-train pmsn_mm`` run a pmsn_mm config the same.
+iteration 0 (and says so). Resume and overwrite are decided in
+:mod:`pmsn_mm.engine.resume`; ``--resume``/``--overwrite`` only set
+``resume``, ``load_from`` and ``overwrite_work_dir``. So mmpretrain's
+``tools/train.py`` and ``mim train pmsn_mm`` run a pmsn_mm config the same.
 """
 import argparse
 import os
 import os.path as osp
+import sys
 
 from mmengine.config import Config, DictAction
 from mmengine.logging import print_log
@@ -29,45 +33,34 @@ from mmengine.runner import Runner
 from mmpretrain.registry import RUNNERS
 
 import pmsn_mm  # noqa: F401  (registers modules, allow-lists checkpoint types)
-from pmsn_mm.config.overrides import (check_config_path, check_option_keys,
-                                      short_run)
 from pmsn_mm.engine.launcher import end_distributed, exit_after_distributed_run
+from pmsn_mm.engine.optimizers import AMP_CONVERTIBLE, AMP_DTYPES, set_amp
+from pmsn_mm.engine.resume import add_resume_arguments, apply_resume_args
 from pmsn_mm.utils.refusal import debug_requested, run_command
 
-#: Wrappers ``--amp`` turns into mmengine's ``AmpOptimWrapper`` (which
-#: ``PMSNRunner`` runs as ``DeviceAwareAmpOptimWrapper``).
-AMP_CAPABLE = ('OptimWrapper', 'AmpOptimWrapper',
-               'DeviceAwareAmpOptimWrapper')
+# its helper beside it (a script's folder is on sys.path; add it when the
+# script is imported instead of run)
+if osp.dirname(osp.abspath(__file__)) not in sys.path:
+    sys.path.append(osp.dirname(osp.abspath(__file__)))
+from cli_overrides import check_config_path, check_option_keys, short_run
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description='Train a model')
     parser.add_argument('config', help='train config file path')
     parser.add_argument('--work-dir', help='the dir to save logs and models')
-    parser.add_argument(
-        '--resume',
-        nargs='?',
-        type=str,
-        const='auto',
-        help='resume from the given checkpoint; without a path, resume from '
-        'the latest checkpoint in the work dir (or start from iteration 0 if '
-        'there is none)')
-    parser.add_argument(
-        '--overwrite',
-        action='store_true',
-        help='start from iteration 0 in a work dir that holds checkpoints of '
-        'an earlier run, replacing them: they are moved aside once the model, '
-        'data and optimizer are built, deleted when this run writes its '
-        'first checkpoint and put back if it fails before (without this flag '
-        'such a run is refused); sets overwrite_work_dir=True')
+    add_resume_arguments(parser)  # --resume [auto|PATH], --overwrite
     parser.add_argument(
         '--amp',
-        action='store_true',
-        help='automatic mixed precision (mmengine\'s AmpOptimWrapper, which '
-        'PMSNRunner runs as DeviceAwareAmpOptimWrapper): bfloat16 autocast '
-        'without loss scaling on a GPU with native bfloat16 and on the CPU, '
-        'float16 with dynamic loss scaling on other GPUs; '
-        'optim_wrapper.dtype=float16 forces float16')
+        nargs='?',
+        const=AMP_DTYPES[0],
+        choices=AMP_DTYPES,
+        help='mixed precision: sets optim_wrapper.type='
+        'DeviceAwareAmpOptimWrapper and optim_wrapper.dtype to the given '
+        f'dtype (default without a value: {AMP_DTYPES[0]}; bfloat16 autocast '
+        'runs without loss scaling, on a GPU or the CPU; float16 runs with '
+        'dynamic loss scaling and needs a GPU); works with optim_wrapper.type '
+        f'{", ".join(AMP_CONVERTIBLE)}')
     parser.add_argument(
         '--no-validate',
         action='store_true',
@@ -109,30 +102,19 @@ def parse_args(argv=None) -> argparse.Namespace:
 def merge_args(cfg: Config, args: argparse.Namespace) -> Config:
     """Apply the command-line flags to the config (what mmpretrain's
     ``tools/train.py`` does with the same flags, plus ``--overwrite``,
-    ``--max-iters`` and the check of ``--cfg-options`` keys); everything
-    else is the config's runner's (``PMSNRunner``)."""
+    ``--max-iters`` and the check of ``--cfg-options`` keys; ``--amp`` sets
+    pmsn_mm's wrapper and its dtype, :func:`pmsn_mm.engine.optimizers.
+    set_amp`, where mmpretrain's sets mmengine's ``AmpOptimWrapper``);
+    everything else is the config's runner's (``PMSNRunner``)."""
     cfg.launcher = args.launcher
     if args.work_dir is not None:
         cfg.work_dir = args.work_dir
     elif cfg.get('work_dir', None) is None:
         cfg.work_dir = osp.join('./work_dirs',
                                 osp.splitext(osp.basename(args.config))[0])
-    if args.amp:
-        wrapper_type = cfg.optim_wrapper.get('type', 'OptimWrapper')
-        if wrapper_type not in AMP_CAPABLE:
-            raise ValueError(f'--amp works with OptimWrapper, not the '
-                             f'configured {wrapper_type}.')
-        if wrapper_type == 'OptimWrapper':  # as mmpretrain's --amp
-            cfg.optim_wrapper.type = 'AmpOptimWrapper'
-            cfg.optim_wrapper.loss_scale = 'dynamic'
-    if args.resume == 'auto':
-        cfg.resume = True
-        cfg.load_from = None
-    elif args.resume is not None:
-        cfg.resume = True
-        cfg.load_from = args.resume
-    if args.overwrite:
-        cfg.overwrite_work_dir = True
+    if args.amp is not None:
+        set_amp(cfg, args.amp)
+    apply_resume_args(cfg, args.resume, args.overwrite)
     if args.no_validate:
         cfg.val_cfg = None
         cfg.val_dataloader = None

@@ -48,9 +48,12 @@ train_dataloader = dict(
     dataset=dict(pipeline=train_pipeline))
 # official param groups: no weight decay on 1-D parameters only
 optim_wrapper = dict(
-    # mmpretrain's AmpOptimWrapper (fp16, dynamic loss scale) on a GPU, bf16
-    # autocast without a scaler on the CPU
+    # mixed precision written here, the same on any machine: bf16 autocast
+    # without a loss scaler ("bfloat16 has float32's exponent range, so
+    # gradients do not underflow and need no scaling", pmsn_mm's wrapper;
+    # mmpretrain's AmpOptimWrapper would run fp16 and refuses a CPU)
     type='DeviceAwareAmpOptimWrapper',
+    dtype='bfloat16',
     # one param group per distinct setting (pmsn_mm; docs/openmmlab.md)
     constructor='CoalescedOptimWrapperConstructor',
     optimizer=dict(lr=1.5e-4 * 960 / 256),

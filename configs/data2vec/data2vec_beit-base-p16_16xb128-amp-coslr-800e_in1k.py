@@ -99,9 +99,12 @@ model = dict(
 # no weight decay on 1-D parameters (biases, norms, layer scales), the class
 # token and the position embedding, as the official BEiT optimiser factory
 optim_wrapper = dict(
-    # mmengine's AmpOptimWrapper (fp16, dynamic loss scale) on a GPU, bf16
-    # autocast without a scaler on the CPU
+    # mixed precision written here, the same on any machine: bf16 autocast
+    # without a loss scaler ("bfloat16 has float32's exponent range, so
+    # gradients do not underflow and need no scaling", pmsn_mm's wrapper;
+    # mmengine's AmpOptimWrapper would run fp16 and refuses a CPU)
     type='DeviceAwareAmpOptimWrapper',
+    dtype='bfloat16',
     loss_scale='dynamic',
     # the EMA teacher (frozen) stays out of the param groups, unlogged
     constructor='SkipFrozenOptimWrapperConstructor',

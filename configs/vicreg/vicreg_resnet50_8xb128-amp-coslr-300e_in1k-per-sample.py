@@ -100,9 +100,12 @@ sync_bn = 'torch'
 # LARS without weight decay and adaptation on biases and BatchNorm parameters
 # (official exclude_bias_and_norm)
 optim_wrapper = dict(
-    # mmengine's AmpOptimWrapper (fp16, dynamic loss scale) on a GPU, bf16
-    # autocast without a scaler on the CPU
+    # mixed precision written here, the same on any machine: bf16 autocast
+    # without a loss scaler ("bfloat16 has float32's exponent range, so
+    # gradients do not underflow and need no scaling", pmsn_mm's wrapper;
+    # mmengine's AmpOptimWrapper would run fp16 and refuses a CPU)
     type='DeviceAwareAmpOptimWrapper',
+    dtype='bfloat16',
     loss_scale='dynamic',
     # one param group per distinct setting (pmsn_mm; docs/openmmlab.md)
     constructor='CoalescedOptimWrapperConstructor',

@@ -1,41 +1,22 @@
 """Unknown config keys: an error that names the key path and the valid keys,
 before anything is built.
 
-A typo in a config (``prior_wieght=5``) reaches the constructor as a keyword
-argument, and Python says only ``unexpected keyword argument
-'prior_wieght'`` — once the runner gets that far, after the dataset was
-indexed and the model built. :func:`check_config_keys` reads the config
-instead: for every dict with a string ``type`` that a registry builds as
-``cls(**cfg)``, it finds the class the runner would build (the same
-registry, scope and name) and compares the dict's keys with the keyword
-arguments the class accepts (:func:`valid_config_keys`). It covers pmsn_mm's
-classes and upstream's (an mmpretrain ``VisionTransformer`` key, an mmengine
-hook's, a torch optimizer's) alike, and changes no class: it reads their
-signatures.
+A typo (``prior_wieght=5``) would otherwise surface as Python's
+``unexpected keyword argument`` only after the dataset was indexed and the
+model built. :func:`check_config_keys` finds, for every dict a registry
+builds as ``cls(**cfg)``, the class the runner would build (same registry,
+scope and name) and compares the dict's keys with the keyword arguments
+the class accepts (:func:`valid_config_keys`), for pmsn_mm's and
+upstream's classes alike; it changes no class.
 
 The valid keys are the constructor's named parameters, followed up the MRO
-while a constructor forwards ``**kwargs`` to its base. If that chain ends in
-an open ``**kwargs`` (``object``; ``torch.nn.Module`` counts as closed, it
-refuses keyword arguments itself), any key is accepted and nothing is
-checked: a valid config is never refused. So are dicts that are not built
-as ``cls(**cfg)`` (the ``norm_cfg``/``act_cfg``/``init_cfg`` family, which
-their own builders read), and types that are not classes (functions such as
-``collate_fn``). Keys that a builder consumes itself count as valid:
-``convert_to_iter_based`` of a parameter scheduler, ``priority`` of a
-hook, ``pretrained`` of a sub-model (mmpretrain's multimodal models pop
-it); ``constructor``, ``paramwise_cfg``, ``optimizer`` and the
-constructor's own ``wrapper_keys`` of ``optim_wrapper``. Only what the
-runner builds is read: the top-level keys of
-:data:`~pmsn_mm.config.config_types.TOP_KEY_REGISTRIES` and the
-dataloaders, not helper variables such as ``train_pipeline``.
-
-A dataloader dict (``train_dataloader``, ...; no ``type``) is checked
-against ``torch.utils.data.DataLoader``'s arguments and the keys mmengine's
-runner reads itself (``dataset``, ``sampler``, ``num_batch_per_epoch``,
-...).
-
-Tested over every shipped config and every config mmpretrain ships:
-none is refused but one that mmengine refuses too.
+while a constructor forwards ``**kwargs``; a chain that ends in an open
+``**kwargs`` accepts any key (a valid config is never refused). Dicts that
+their own builders read (``norm_cfg``, ``init_cfg``, ...), non-class types,
+and helper variables such as ``train_pipeline`` are not checked; keys a
+builder consumes itself (``convert_to_iter_based``, a hook's ``priority``,
+``optim_wrapper``'s ``constructor``/``paramwise_cfg``, ...) count as valid.
+Dataloader dicts are checked against ``DataLoader`` and the runner's keys.
 """
 import difflib
 import inspect

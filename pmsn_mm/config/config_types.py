@@ -1,32 +1,21 @@
 """Unknown ``type`` names in a config: an error that names the key and the
 closest registered names.
 
-A misspelled type (``prior=dict(type='PowerLawPriorr')``) otherwise ends
-deep inside the runner's build in the registry's bare ``KeyError:
-'PowerLawPriorr is not in the mmpretrain::model registry'``, which says
-neither where in the config it was nor what was meant; a pipeline transform
-or a validation metric is found only after training has started.
+A misspelled type otherwise ends deep inside the runner's build in the
+registry's bare ``KeyError``, which says neither where in the config it was
+nor what was meant (a transform or metric only after training started).
 :func:`check_config_types` checks every ``type`` of a loaded config at once,
 before anything is built, and raises :class:`UnknownConfigTypeError`, e.g.::
 
     model.head.prior.type='PowerLawPriorr' is not a registered type (did
     you mean 'PowerLawPrior'?); closest model names: PowerLawPrior, ...
 
-A type counts as known when mmengine could build it with *some* registry, so
-a valid config is never refused: a name registered in any registry of
-mmengine's registry tree (mmengine's root registries and all their
-descendants, mmpretrain's, and the registries a loaded ``*.registry`` module
-defines outside the tree, such as mmpretrain's ``BATCH_AUGMENTS``), after
-every registry's lazy ``import_from_location``; a scoped name
-(``'mmpretrain.ResNet'``) when its name is in a registry of that scope or
-one of their ancestors, as ``Registry.get`` looks it up; a dotted import
-path that resolves (``'torch.nn.ReLU'``, which ``Registry.get`` falls back
-to). Non-string types (classes of lazy-import configs) are not checked.
-
-The closest names come from the registries the key builds from where the key
-path tells (under ``model`` the model registries, ``pipeline`` the transform
-registries, ``param_scheduler`` the parameter scheduler registries, ...),
-else from every registry.
+A type counts as known when mmengine could build it with *some* registry
+(any registry of mmengine's tree or of a loaded ``*.registry`` module,
+after lazy imports; a scoped name in its scope or an ancestor; a dotted
+import path that resolves), so a valid config is never refused. The
+closest names come from the registries the key path builds from (under
+``model`` the model registries, ...), else from every registry.
 """
 import difflib
 import importlib

@@ -1,9 +1,9 @@
-"""Annotation file I/O: original files read with errors naming the path,
-and mmpretrain ``CustomDataset`` lists written by the converters."""
+"""Annotation files read with errors naming the path (the original files
+of the datasets; the lists the converters write are
+``tools/dataset_converters/annotation_lists.py``'s)."""
 import json
-import os
 import os.path as osp
-from typing import Any, Iterable, Sequence, Tuple
+from typing import Any
 
 
 def read_json_dict(path: str, hint: str) -> dict:
@@ -46,35 +46,3 @@ def require_list_field(data: dict, field: str, path: str) -> list:
         raise ValueError(f"{path} must hold a list field '{field}', got "
                          f'{type(value).__name__}.')
     return value
-
-
-def write_annotation_list(path: str,
-                          samples: Iterable[Tuple[str, int]]) -> int:
-    """Write an mmpretrain ``CustomDataset`` list: ``<rel path> <label>``.
-
-    Args:
-        path: Output file (parent folders are created).
-        samples: ``(image path relative to data_root, label)`` pairs.
-
-    Returns:
-        Number of lines written.
-    """
-    os.makedirs(osp.dirname(osp.abspath(path)), exist_ok=True)
-    count = 0
-    with open(path, 'w') as f:
-        for rel_path, label in samples:
-            f.write(f'{rel_path} {int(label)}\n')
-            count += 1
-    return count
-
-
-def write_class_names(path: str, classes: Sequence[str]) -> None:
-    """Write one class name per line (``CustomDataset(classes=path)``).
-
-    Args:
-        path: Output file (parent folders are created).
-        classes: Class names in label order.
-    """
-    os.makedirs(osp.dirname(osp.abspath(path)), exist_ok=True)
-    with open(path, 'w') as f:
-        f.writelines(f'{name}\n' for name in classes)

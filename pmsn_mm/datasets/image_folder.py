@@ -43,33 +43,14 @@ class ImageFolderDataset(NamedReadErrorsMixin, NonEmptyDatasetMixin,
     sub-folders or without, that refuses classes without samples.
 
     Without ``ann_file``, every sub-folder of ``data_prefix`` is a class
-    (label ``i``: the ``i``-th folder name in sorted order; the names become
-    ``classes`` unless ``metainfo`` gives them) and its image files,
-    recursively, are its samples. ``with_label='auto'`` reads a folder
-    without sub-folders as unlabelled images (``with_label`` becomes False,
-    ``classes`` is empty and :meth:`get_gt_labels` refuses with a clear
-    error); with sub-folders it is ``True``. ``with_label=False`` reads
-    every image file below ``data_prefix``, unlabelled, in either layout.
-
-    A class folder without an image file (of ``extensions``) raises a
-    ``ValueError`` naming every such folder by its full path, where
-    mmpretrain's ``CustomDataset`` only logs a warning and keeps the class.
-    With an ``ann_file`` (``<path> <label>`` lines) and ``classes`` in
-    ``metainfo``, a class that no line has is refused the same way.
-    ``allow_empty_classes=True`` keeps mmpretrain's behaviour. A missing
-    folder, a folder without any image file, and (``with_label=True``)
-    images without class sub-folders are refused naming the folder; image
-    files next to class sub-folders (in no class) are skipped with a
-    logged warning.
-
-    ``split`` splits the images for an evaluation on one folder: within
-    each class (sorted file order), ``floor(n * val_fraction)`` images
-    spread evenly (:func:`holdout_mask`) are ``'val'``, the rest
-    ``'train'``; the two splits never overlap and together are the folder.
-
-    An unreadable image names the dataset (:class:`NamedReadErrorsMixin`);
-    an empty dataset (after ``filter_cfg`` / ``indices``) is refused
-    (:class:`NonEmptyDatasetMixin`).
+    (sorted names) and its image files, recursively, its samples;
+    ``with_label='auto'`` reads a folder without sub-folders as unlabelled.
+    A class without an image (or, with ``ann_file`` and ``classes``, without
+    a line) is refused naming its folder, where mmpretrain only warns
+    (``allow_empty_classes=True`` keeps that); so are a missing or imageless
+    folder. See docs/own_data.md. ``split`` holds out
+    ``floor(n * val_fraction)`` images of each class, spread evenly
+    (:func:`holdout_mask`), as ``'val'``; the rest are ``'train'``.
 
     Args:
         data_root: Root of ``data_prefix`` and ``ann_file``.

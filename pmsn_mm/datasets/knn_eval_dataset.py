@@ -1,8 +1,13 @@
 """A memory (train) split and a query (test) split in one val dataset.
 
-Feeds :class:`pmsn_mm.evaluation.metrics.KNNAccuracy` through mmengine's
-``ValLoop``: one dataloader pass extracts the features of both splits, and
-every packed sample says which split it came from in its metainfo.
+Feeds :class:`pmsn_mm.evaluation.metrics.KNNAccuracy` (and the
+logistic-regression metrics) through
+:class:`~pmsn_mm.evaluation.metrics.FeatureValLoop` /
+:class:`~pmsn_mm.evaluation.metrics.FeatureTestLoop`: one dataloader pass
+extracts the features of both splits, and every packed sample says which
+split it came from in its metainfo. The first of the kNN benchmark's three
+files (:mod:`pmsn_mm.evaluation.metrics.frozen_features` describes the
+path).
 """
 from typing import List, Tuple, Union
 

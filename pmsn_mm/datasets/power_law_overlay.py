@@ -81,39 +81,18 @@ def _read_split(dataset_cls: type, data_root: str, folder: str, split: str,
 class PowerLawOverlayDataset(NonEmptyDatasetMixin, BaseDataset):
     """Grayscale backgrounds with a power-law digit in the top-left corner.
 
-    The toy set of paper §5.1 (Fig. 3): each image is a grayscale background
-    whose class is uniform over the background classes, with a digit pasted
-    into its top-left ``digit_size × digit_size`` corner. Digit classes follow
-    a power law, ``P(digit = d) ∝ (d + 1)^-tau`` (digit 0 is the most
-    frequent; the paper uses tau = 0.5). Every sample keeps both labels
-    (``digit_label`` and ``background_label``); ``label`` selects which one is
-    ``gt_label``. Images are built once, deterministically from ``seed`` and
-    ``split``, and kept in memory (``N × H × W`` bytes).
-
-    Sources:
-
-    - offline digits: scikit-learn's bundled ``load_digits`` (8×8; a fixed
-      70/30 per-class split keeps train and test digits disjoint);
-    - offline backgrounds: ``'shapes'``, procedural objects of 10 shape
-      classes (:mod:`~pmsn_mm.datasets.procedural_shapes`: random position,
-      size, rotation, grey levels, noise; every image standardised), the
-      semantic background of the faithful toy (an untrained encoder is
-      near chance on it; ``shape_options`` narrows their within-class
-      variation); ``'noise'``, grey level plus pixel noise and no object
-      (one background class: the digit-only control); or ``'skimage'``,
-      random square crops of 10 photographs shipped with scikit-image
-      (:data:`SKIMAGE_PHOTOS`), which an untrained encoder already
-      separates (kept for the older configs);
-    - real data, read from disk with mmpretrain's classes (never downloaded):
-      ``background_source='cifar10'`` reads
-      ``background_root/cifar-10-batches-py/`` (grayscaled CIFAR-10, each image
-      used at most once), ``digit_source='mnist'`` reads the extracted
-      ``digit_root/{train,t10k}-{images-idx3,labels-idx1}-ubyte``.
-
-    Each data info holds ``gt_label``, ``digit_label``, ``background_label``
-    and ``img`` (uint8, ``(H, W, channels)``). To keep both labels after
-    packing, use ``dict(type='PackInputs', meta_keys=('sample_idx',
-    'digit_label', 'background_label'))``.
+    The toy set of paper §5.1 (Fig. 3): a grayscale background, uniform
+    over its classes, with a digit in the top-left ``digit_size`` corner;
+    ``P(digit = d) ∝ (d + 1)^-tau``. ``label`` picks which of
+    ``digit_label`` / ``background_label`` is ``gt_label``. Images are built
+    once from ``seed`` and ``split`` and kept in memory. Offline sources:
+    scikit-learn's 8×8 digits (disjoint 70/30 split); ``'shapes'``
+    (:mod:`~pmsn_mm.datasets.procedural_shapes`), ``'noise'`` (no object:
+    the digit-only control) or ``'skimage'`` crops (:data:`SKIMAGE_PHOTOS`)
+    backgrounds. The paper's CIFAR-10 / MNIST are read from disk, never
+    downloaded. See docs/data.md. To keep both labels after packing, use
+    ``dict(type='PackInputs', meta_keys=('sample_idx', 'digit_label',
+    'background_label'))``.
 
     Args:
         split: ``'train'`` or ``'test'``.

@@ -1,30 +1,17 @@
 """How many CPU cores other processes keep busy, and how many threads a
 CPU run should use so that it takes about its fair share of the machine.
 
-torch's OpenMP threads wait for each other by spinning: on a machine where
-another process holds a core, a run with one thread per core waits for a
-thread the kernel has descheduled, every parallel region (measured here on
-2 cores: the CPU toy job 3.3x slower beside one busy single-threaded
-process, 25-30x beside a multi-threaded one). With as many threads as there
-are free cores it runs at about the speed of its fair share instead.
+torch's OpenMP threads spin waiting for each other, so a run with one
+thread per core beside a busy process waits, every parallel region, for a
+thread the kernel descheduled (measured on 2 cores: 3.3x slower beside one
+busy single-threaded process, 25-30x beside a multi-threaded one).
 
-:class:`CPULoadSampler` reads Linux's ``/proc/stat`` (the busy time of the
-cores this process may run on: the ``cpuN`` lines of its CPU affinity, so
-that other jobs' load on cores it does not own is not counted) and this
-process's CPU time (all its threads, and its live child processes such as
-dataloader workers), and tells from two samples how many of its cores
-*other* processes used in between. :func:`fair_threads` turns that into a
-thread count. A cgroup CPU quota (Docker's ``--cpus``: cgroup v2
-``cpu.max``, v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``; the smallest
-of the process's cgroup and its ancestors) caps the count at the quota
-rounded down, at least 1 (:func:`cpu_quota`, :func:`quota_threads`): a
-quota of 2 CPUs gives at most 2 threads, one of 1.5 CPUs at most 1, since a
-thread beyond the quota is throttled and the others spin waiting for it.
-Elsewhere than Linux nothing is measured (``sample`` returns None, no quota
-is read) and the thread count is left as it is.
-
-The files read are module constants (:data:`PROC_STAT`,
-:data:`PROC_SELF_CGROUP`, :data:`CGROUP_ROOT`), read at each call.
+:class:`CPULoadSampler` reads ``/proc/stat`` (the cores of this process's
+CPU affinity) and this process's CPU time (children included), and tells
+from two samples how many cores *other* processes used; :func:`fair_threads`
+turns that into a thread count, capped by a cgroup CPU quota
+(:func:`cpu_quota`, :func:`quota_threads`). Elsewhere than Linux nothing is
+measured and the thread count is left as it is.
 """
 import math
 import os
@@ -142,18 +129,16 @@ def cpu_quota() -> Optional[float]:
     """The CPUs a cgroup CPU quota allows this process (Docker's
     ``--cpus``), or None for no quota (or none readable).
 
-    cgroup v2's ``cpu.max`` (``QUOTA PERIOD``, ``max PERIOD`` for none) or
-    v1's ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us`` (``-1`` for none), in
-    the process's cgroup folder and its ancestors; the smallest counts.
+    v2's ``cpu.max`` or v1's ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``
+    of the process's cgroup and its ancestors; the smallest counts.
     """
     quotas = [q for q in map(_dir_quota, _cgroup_folders()) if q is not None]
     return min(quotas) if quotas else None
 
 
 def quota_threads(quota: Optional[float]) -> Optional[int]:
-    """Threads a CPU quota allows: the quota rounded down, at least 1
-    (1.5 CPUs: 1 thread; a thread beyond the quota is throttled within each
-    period and the others spin waiting for it), None for no quota.
+    """Threads a CPU quota allows: the quota rounded down (a thread beyond
+    it is throttled and the others spin), at least 1; None for no quota.
 
     Args:
         quota: CPUs of the quota (:func:`cpu_quota`), or None.
@@ -271,9 +256,8 @@ def fair_threads(cores: int, other: float,
                  quota: Optional[float] = None) -> int:
     """Threads for the cores that other processes leave free.
 
-    A core counts as taken once other processes use 0.4 of it: one busy
-    neighbour beside a run with a thread per core gets only part of a core
-    (the run's threads take the rest), so its reading is below 1.
+    A core counts as taken once other processes use 0.4 of it (a busy
+    neighbour beside a run with a thread per core reads below 1).
 
     Args:
         cores: Cores available to this process.

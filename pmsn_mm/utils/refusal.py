@@ -1,38 +1,22 @@
 """Refusals: what a command prints when pmsn_mm refuses its input.
 
-A *refusal* is an error pmsn_mm raises on purpose about what the user
-gave it — a config check, a work dir that holds another run, a checkpoint
-that does not fit, a missing or unreadable dataset file, a batch larger
-than the data, a setting outside its allowed values. The user needs its
-message, not a traceback through mmengine. :func:`refusal_message` tells a
-refusal from a failure (a bug, where the traceback is what helps) and
-:func:`run_command` is what every command-line tool's ``__main__`` runs:
-a refusal becomes its message on one line of stderr, printed once in a
-distributed run, and exit status 1 (``--debug`` raises it instead).
+A *refusal* is an error pmsn_mm raises on purpose about what the user gave
+it (a config check, a work dir that holds another run, a missing dataset
+file, a setting outside its allowed values): the user needs its message,
+not a traceback. :func:`run_command`, what every tool's ``__main__`` runs,
+prints a refusal alone on one line of stderr, once in a distributed run,
+and exits with status 1 (``--debug`` raises it instead).
 
-An error is a refusal when it is
+An error is a refusal when it is a :class:`Refusal`, or one of
+:data:`REFUSAL_TYPES` raised by a ``raise`` statement of pmsn_mm's own code
+or its tools (also from a dataloader worker, whose message torch wraps).
+Anything else (an error raised inside mmengine or torch, ...) keeps its
+traceback.
 
-- a :class:`Refusal` (pmsn_mm's named refusals, e.g. the config checks'
-  :class:`~pmsn_mm.config.ConfigCheckError`), or
-- one of :data:`REFUSAL_TYPES` raised by a ``raise`` statement of
-  pmsn_mm's own code or of its tools (every argument check of pmsn_mm's
-  classes: the message names the setting and the allowed values), also
-  when a dataloader worker raised it (torch re-raises it in the main
-  process with the worker's traceback in the message; the message alone
-  is taken from there).
-
-Anything else (``AttributeError``, ``RuntimeError`` of torch, an error
-raised inside mmengine or torch) keeps its traceback.
-
-So that a refusal is printed *alone*, :func:`run_command` holds the
-console output (:class:`DeferredConsole`: ``sys.stdout`` and the log
-handlers that write to it go to a buffer) while the tool reads its config
-and the runner is built — mmengine prints the environment, the whole
-config and the hooks then, hundreds of lines. ``PMSNRunner`` prints the
-held output when the first iteration of a loop starts (the first batch has
-been read by then) or the loop ends; a refusal before that drops it; any
-other error prints it before its traceback. The log file in the work dir
-is not affected.
+So that a refusal is printed alone, :func:`run_command` holds the console
+output (:class:`DeferredConsole`) while the runner is built; ``PMSNRunner``
+prints it when the first iteration of a loop starts, a refusal drops it,
+any other error prints it before its traceback. See docs/get_started.md.
 """
 import io
 import linecache

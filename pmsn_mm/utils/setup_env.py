@@ -21,27 +21,15 @@ def register_all_modules() -> None:
     3. Register the ``'atomic_local'`` file backend, atomic checkpoint writes
        (:func:`~pmsn_mm.engine.atomic_file_backend.register_atomic_backend`).
     4. Import :mod:`pmsn_mm.datasets`, :mod:`pmsn_mm.engine`,
-       :mod:`pmsn_mm.evaluation` and :mod:`pmsn_mm.models`, which registers
-       every pmsn_mm class into mmpretrain's registries (``MODELS``,
-       ``DATASETS``, ``DATA_SAMPLERS``, ``HOOKS``, ``TRANSFORMS``,
-       ``METRICS``, ...), four names into mmengine's root registries
-       (``PMSNRunner``, ``DeviceAwareAmpOptimWrapper``,
-       ``DeviceAwareDistributedDataParallel``, ``padded_collate``) and the
-       torch operator ``pmsn_mm::random_keep_indices``.
-    5. Register the model index (``model-index.yml``) in mmpretrain's
-       ``ModelHub``, so ``mmpretrain.list_models('*pmsn*')`` and
-       ``mmpretrain.get_model(name)`` know the pretraining configs
+       :mod:`pmsn_mm.evaluation` and :mod:`pmsn_mm.models`: every pmsn_mm
+       class into mmpretrain's registries, four names into mmengine's root
+       registries and the torch operator ``pmsn_mm::random_keep_indices``.
+    5. Register ``model-index.yml`` in mmpretrain's ``ModelHub``
        (:func:`~pmsn_mm.utils.model_index.register_model_index`).
 
-    Nothing else: no upstream registry name is replaced (pmsn_mm's variants
-    of upstream classes have names of their own) and no class is changed
-    (config keys are checked against the classes' signatures by
-    :func:`pmsn_mm.config.check_config` before a config runs).
-    :mod:`pmsn_mm.utils.import_changes` is the list of every change,
-    docs/openmmlab.md prints it, and ``tests/test_import_changes.py``
-    compares the registries, upstream modules and classes, environment,
-    threads, loggers, warning filters, torch operators, safe globals and
-    file backends before and after the import against it.
+    Nothing else: no upstream registry name is replaced and no class is
+    changed. ``tests/_import_changes.py`` lists every change (printed in
+    docs/openmmlab.md) and ``tests/test_import_changes.py`` checks it.
 
     Every step is idempotent, so calling this again changes nothing.
     """

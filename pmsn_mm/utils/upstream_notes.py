@@ -1,35 +1,18 @@
-"""Silence two upstream notes that pmsn_mm users cannot act on, exactly.
+"""Silence three upstream notes that pmsn_mm users cannot act on, exactly.
 
-Both come from dependencies, not from pmsn_mm code or configs, and say
-nothing about the run:
-
-- mmcv-lite (the default install, see ``requirements.txt``) has no compiled
-  ops, so importing ``mmcv.cnn.bricks.transformer`` (mmpretrain does, for
-  every model) warns ``Fail to import ``MultiScaleDeformableAttention``
-  ...``, a detection op that pmsn_mm never uses.
-  :func:`filter_upstream_import_warnings` ignores exactly that
-  ``UserWarning`` of that module; ``pmsn_mm/__init__.py`` calls it before
-  anything imports mmcv.
-- mmengine 0.10 builds a ``FileClient`` "to avoid breaking backward
-  compatibility" even when the config sets no ``file_client_args`` (the
-  client is then never used): ``CheckpointHook.before_train`` and
-  ``mmengine.runner.checkpoint.save_checkpoint`` call
-  ``FileClient.infer_client(None, path)``, which logs two deprecation notes
-  (``"FileClient" will be deprecated in future...`` and ``"HardDiskBackend"
-  is the alias of "LocalBackend"...``) at the start of every training run
-  and again at every checkpoint. :class:`MMEngineFileClientNotes` drops
-  those two records only when they come from such a call
-  (``infer_client`` with ``file_client_args=None``, called by mmengine
-  itself); a config or code that does pass ``file_client_args`` keeps
-  them.
-
-- mmengine's ``Runner.load_checkpoint`` prints (with ``print``, not the
-  logger) every key of a checkpoint that the model does not use: ~10 KB of
-  ``unexpected key in source state_dict: neck.mlp..., target_net...`` when
-  ``tools/test.py`` evaluates a pretraining checkpoint with a benchmark,
-  which uses the backbone only. ``tools/test.py`` first checks that the
-  checkpoint has every weight of the model and logs one line of what it
-  takes and leaves, then loads inside :func:`unused_checkpoint_keys_unlisted`.
+- mmcv-lite (the default install) has no compiled ops, so importing
+  ``mmcv.cnn.bricks.transformer`` warns about ``MultiScaleDeformableAttention``,
+  a detection op pmsn_mm never uses: :func:`filter_upstream_import_warnings`
+  ignores exactly that ``UserWarning`` (``pmsn_mm/__init__.py`` calls it).
+- mmengine 0.10 builds an unused ``FileClient`` even without
+  ``file_client_args`` (``FileClient.infer_client(None, path)``), logging
+  two deprecation notes at the start of every run and at every checkpoint:
+  :class:`MMEngineFileClientNotes` drops them only when they come from such
+  a call by mmengine itself.
+- mmengine's ``Runner.load_checkpoint`` prints every key the model does not
+  use (~10 KB when ``tools/test.py`` evaluates a pretraining checkpoint);
+  ``tools/test.py`` reports what it takes in one line, then loads inside
+  :func:`unused_checkpoint_keys_unlisted`.
 
 Nothing else is filtered.
 """

@@ -1,11 +1,10 @@
-"""Figures (matplotlib): image grids, nearest-neighbour grids (Fig. 3) and
-the rank-probability plot.
+"""The rank-probability plot (matplotlib) that ``PrototypeUsageHook`` draws.
 
-Not imported by ``import pmsn_mm`` (it pulls in matplotlib); the hooks and
-tools that draw import it when they draw.
+Not imported by ``import pmsn_mm`` (it pulls in matplotlib); the hook
+imports it when it draws. The analysis tools' figures (image grids,
+nearest-neighbour grids, assignment curves) live beside them in
+``tools/analysis_tools/``.
 """
-from .image_grid import save_image_grid
-from .neighbor_grid import save_neighbor_grid
 from .rank_probability import plot_rank_probability
 
-__all__ = ['plot_rank_probability', 'save_image_grid', 'save_neighbor_grid']
+__all__ = ['plot_rank_probability']

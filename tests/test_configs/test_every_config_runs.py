@@ -67,8 +67,9 @@ def test_config_trains_two_iterations(path, sample_root, tmp_path,
     runner = _tool('train').main([config, '--auto-scale-lr'])
     assert runner.iter == 2
     if '-amp-' in osp.basename(path):
-        # mixed precision on the CPU too: bf16 autocast, no loss scaler
+        # mixed precision on the CPU too: the config's bf16, no loss scaler
         assert isinstance(runner.optim_wrapper, DeviceAwareAmpOptimWrapper)
+        assert str(runner.optim_wrapper.cast_dtype) == 'torch.bfloat16'
     # --auto-scale-lr: lr x (batch x 1 process) / the recipe's base batch
     scaled = cfg.optim_wrapper.optimizer.lr * (
         cfg.train_dataloader.batch_size / cfg.auto_scale_lr.base_batch_size)

@@ -8,7 +8,7 @@ import torch
 from mmengine.config import Config
 from mmengine.runner import Runner
 
-from pmsn_mm.evaluation.functional import extract_features, knn_top1
+from pmsn_mm.evaluation import extract_features, knn_top1
 from tests._configs import CONFIGS, small_knn_eval
 
 PMSN_CONFIGS = sorted(glob.glob(osp.join(CONFIGS, 'pmsn', '*.py')))

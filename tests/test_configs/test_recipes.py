@@ -1,7 +1,7 @@
 """Every paper config trains the recipe of its table (configs/recipes/).
 
 Each config listed in a recipe table is resolved as the runner builds it
-(``pmsn_mm.recipes.resolve_recipe``: model, data pre-processor or
+(``tests._recipes.resolve_recipe``: model, data pre-processor or
 pipeline, optimizer wrapper, parameter schedulers stepped through the run,
 loops, sampler) and every quantity of its row is compared; a deliberate
 deviation is a listed row with its reason. The lr and weight-decay curves of
@@ -21,9 +21,9 @@ from typing import Dict, List
 import pytest
 
 from pmsn_mm.datasets.sample_data import make_sample_data
-from pmsn_mm.recipes import (expected_recipe, load_recipe_table,
+from tests._recipes import (expected_recipe, load_recipe_table,
                              resolve_recipe, same_value)
-from pmsn_mm.recipes.paper_quotes import (NOT_TABLES, QUOTES_FILE,
+from tests._recipes.paper_quotes import (NOT_TABLES, QUOTES_FILE,
                                           load_quote_index, quotes_of)
 from tests._configs import REPO
 

@@ -2,7 +2,7 @@
 ``configs/recipes/evaluation.yaml`` (paper App. E.2, VISSL's defaults).
 
 Each listed config is resolved as the runner builds it
-(``pmsn_mm.recipes.resolve_probe_recipe``: the model on the meta
+(``tests._recipes.resolve_probe_recipe``: the model on the meta
 device, the optimizer wrapper, the parameter schedulers stepped through the
 run, the transforms) and every quantity of its row is compared, both ways;
 deviations replace values and must differ from them; every trained probe
@@ -18,10 +18,10 @@ import pytest
 import yaml
 from mmengine.config import Config
 
-from pmsn_mm.recipes import (ENTRY_KEYS, expected_probe_recipe, family_of,
+from tests._recipes import (ENTRY_KEYS, expected_probe_recipe, family_of,
                              load_evaluation_table, resolve_probe_recipe,
                              same_value, split_key)
-from pmsn_mm.recipes.paper_quotes import (QUOTES_FILE, load_quote_index,
+from tests._recipes.paper_quotes import (QUOTES_FILE, load_quote_index,
                                           quotes_of)
 from tests._configs import REPO
 

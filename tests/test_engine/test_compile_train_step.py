@@ -1,7 +1,9 @@
-"""mmengine's ``compile=True`` on the CPU toy config and on the ViT-S iNat18
-config (two resolutions, patch-drop): the model's train_step is compiled
-(backbone and projector in graphs; the views, PMSN's loss and the parameter
-update eager) and trains as the eager step does."""
+"""mmengine's ``compile=True`` on the ViT-S iNat18 config (two resolutions,
+patch-drop): the model's train_step is compiled (backbone and projector in
+graphs; the views, PMSN's loss and the parameter update eager) and trains as
+the eager step does. (One config: each compiled run costs minutes of CPU;
+the CPU toy config is the same PMSN step with one resolution and no
+patch-drop, a subset of what this one compiles.)"""
 import copy
 import inspect
 import logging
@@ -26,8 +28,6 @@ from tests._tools import load_tool
 
 pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
-TOY = osp.join(CONFIGS, 'pmsn',
-               'pmsn_vit-mini-p4_1xb128-15e-cpu_shapes-digits-power-law.py')
 INAT = osp.join(CONFIGS, 'pmsn',
                 'pmsn_vit-small-p16_32xb128-300e_inat18-power-law.py')
 
@@ -85,41 +85,6 @@ def test_msn_vit_drop_path_rates_are_python_floats():
     assert all(type(r) is float for r in rates)
     expected = np.linspace(0, 0.3, 4)
     assert sorted(set(rates)) == pytest.approx(sorted(set(expected)))
-
-
-def _run(tmp_path, name, compile_cfg):
-    cfg = shrink(Config.fromfile(TOY), str(tmp_path / name))
-    cfg.compile = compile_cfg
-    path = str(tmp_path / f'{name}.py')
-    cfg.dump(path)
-    runner = load_tool('tools/train.py').main([path])
-    losses = runner.message_hub.get_scalar('train/loss').data[0]
-    return runner, np.asarray(losses, dtype=np.float64)
-
-
-def test_compile_true_trains_the_toy_config_like_eager(
-        tmp_path, monkeypatch):
-    """compile=True (mmengine) trains the shrunk CPU toy config for its
-    2 iterations; its losses equal the eager run's (same seed; inductor
-    draws random numbers with torch's generator) within float32
-    round-off, and the backbone ran inside compiled graphs."""
-    from torch._dynamo.utils import counters
-    monkeypatch.chdir(tmp_path)
-    torch._dynamo.reset()
-    counters.clear()
-    # (config.patch: pytest's monkeypatch would delete the setting on undo)
-    with torch._inductor.config.patch(fallback_random=True):
-        _, eager = _run(tmp_path, 'eager', False)
-        assert counters['stats']['unique_graphs'] == 0
-        runner, compiled = _run(tmp_path, 'compiled', True)
-    assert runner.iter == 2
-    assert counters['stats']['unique_graphs'] >= 1
-    breaks = ' '.join(str(k) for k in counters['graph_break'])
-    assert 'drop.py' not in breaks  # the ViT blocks are whole graphs
-    assert len(eager) == len(compiled) == 2
-    assert np.isfinite(compiled).all()
-    np.testing.assert_allclose(compiled, eager, rtol=1e-4, atol=1e-5)
-    torch._dynamo.reset()
 
 
 class _DynamoRecords(logging.Handler):
@@ -208,6 +173,8 @@ def test_compile_true_trains_the_inat18_vit_config_like_eager(
     assert not any(_in_a_block(m) for m in records.breaks)
     assert not any('patch_drop.py' in m or 'msn_vit.py' in m
                    for m in records.breaks)
+    # mmpretrain's DropPath runs inside the graphs (no break in drop.py)
+    assert not any('drop.py' in str(k) for k in counters['graph_break'])
     # both resolutions in the first step's graphs: nothing recompiled later
     assert records.recompiles == []
     assert len(losses['eager']) == len(losses['compiled']) == 3

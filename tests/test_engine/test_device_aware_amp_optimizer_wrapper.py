@@ -1,6 +1,6 @@
-"""DeviceAwareAmpOptimWrapper: bfloat16 autocast without a loss scaler on a
-GPU with native bfloat16 and on the CPU, float16 with mmengine's scaler on
-other GPUs or when asked for."""
+"""DeviceAwareAmpOptimWrapper: the autocast dtype the config writes, on a
+GPU and on the CPU alike (bfloat16 without a loss scaler, float16 with
+mmengine's scaler on a GPU only); no dtype is chosen for the config."""
 import pytest
 import torch
 import torch.nn as nn
@@ -8,24 +8,48 @@ from mmengine.config import Config
 from mmengine.optim import AmpOptimWrapper, build_optim_wrapper
 from mmengine.registry import init_default_scope
 
+import pmsn_mm.engine.optimizers.device_aware_amp_optimizer_wrapper as m
 from pmsn_mm.engine.optimizers import (DeviceAwareAmpOptimWrapper,
                                        amp_device_available)
-from pmsn_mm.recipes import plain_optim_wrapper_cfg
+from tests._recipes import plain_optim_wrapper_cfg
 
 cpu_only = pytest.mark.skipif(amp_device_available(),
                               reason='checks the CPU path')
 
 
-def _build(model: nn.Module, **kwargs) -> DeviceAwareAmpOptimWrapper:
+def _build(model: nn.Module, dtype='bfloat16',
+           **kwargs) -> DeviceAwareAmpOptimWrapper:
     init_default_scope('mmpretrain')
     return build_optim_wrapper(model, dict(
         type='DeviceAwareAmpOptimWrapper', loss_scale='dynamic',
-        optimizer=dict(type='SGD', lr=0.1), **kwargs))
+        optimizer=dict(type='SGD', lr=0.1), dtype=dtype, **kwargs))
+
+
+@pytest.mark.parametrize('dtype', [None, 'float32', 'fp16', torch.float32])
+def test_the_dtype_must_be_written_as_bfloat16_or_float16(dtype):
+    with pytest.raises(ValueError) as info:
+        _build(nn.Linear(4, 3), dtype=dtype)
+    assert str(info.value) == (
+        "DeviceAwareAmpOptimWrapper: optim_wrapper.dtype must be one of "
+        "'bfloat16', 'float16' (the autocast dtype, written in the config), "
+        f'but is {dtype!r}.')
+
+
+def test_a_torch_dtype_names_the_same_precision():
+    assert _build(nn.Linear(4, 3), dtype=torch.bfloat16).cast_dtype is \
+        torch.bfloat16
+
+
+def test_float16_is_refused_without_a_gpu(monkeypatch):
+    monkeypatch.setattr(m, 'amp_device_available', lambda: False)
+    with pytest.raises(ValueError, match="^DeviceAwareAmpOptimWrapper: "
+                       r"optim_wrapper.dtype='float16' needs a GPU .* on "
+                       r"the CPU use dtype='bfloat16'\.$"):
+        _build(nn.Linear(4, 3), dtype='float16')
 
 
 @cpu_only
 def test_cpu_trains_under_bf16_autocast_without_a_scaler(monkeypatch):
-    import pmsn_mm.engine.optimizers.device_aware_amp_optimizer_wrapper as m
     said = []  # the current logger's handlers depend on earlier tests
     monkeypatch.setattr(m, 'print_log', lambda msg, **kw: said.append(msg))
     torch.manual_seed(0)
@@ -34,7 +58,9 @@ def test_cpu_trains_under_bf16_autocast_without_a_scaler(monkeypatch):
     assert isinstance(wrapper, AmpOptimWrapper)
     assert wrapper.on_cpu and wrapper.cast_dtype == torch.bfloat16
     assert not wrapper.loss_scaler.is_enabled()
-    assert 'bfloat16 autocast on the CPU' in ' '.join(said)
+    assert said == ['DeviceAwareAmpOptimWrapper: no GPU, bfloat16 autocast '
+                    "on the CPU without loss scaling (loss_scale='dynamic' "
+                    'is not used).']
     before = model.weight.detach().clone()
     with wrapper.optim_context(model):
         assert torch.is_autocast_enabled('cpu')
@@ -101,22 +127,20 @@ def fake_cuda(monkeypatch):
     return set_bf16
 
 
-#: (native bf16 on the GPU, configured dtype) -> (autocast dtype, scaler)
+#: (native bf16 on the GPU, configured dtype) -> (autocast dtype, scaler):
+#: the configured dtype runs whatever the GPU
 CUDA_CASES = [
-    (True, None, torch.bfloat16, False),
-    (False, None, torch.float16, True),
-    (True, 'float16', torch.float16, True),  # an explicit dtype is honoured
+    (True, 'bfloat16', torch.bfloat16, False),
     (False, 'bfloat16', torch.bfloat16, False),
+    (True, 'float16', torch.float16, True),
+    (False, 'float16', torch.float16, True),
 ]
 
 
 @pytest.mark.parametrize('bf16,dtype,cast,scaler', CUDA_CASES)
 def test_cuda_dtype_and_scaler(fake_cuda, bf16, dtype, cast, scaler):
-    asked = fake_cuda(bf16)
-    kwargs = {} if dtype is None else dict(dtype=dtype)
-    wrapper = _build(nn.Linear(4, 3), **kwargs)
-    # native bfloat16 decides (an emulating GPU runs float16 + scaler)
-    assert asked == ([False] if dtype is None else [])
+    fake_cuda(bf16)
+    wrapper = _build(nn.Linear(4, 3), dtype=dtype)
     assert not wrapper.on_cpu
     assert wrapper.cast_dtype == cast
     assert wrapper.loss_scaler.is_enabled() is scaler
@@ -129,31 +153,41 @@ def test_cuda_dtype_and_scaler(fake_cuda, bf16, dtype, cast, scaler):
         assert not wrapper.loss_scaler.is_enabled()
 
 
-def test_cuda_bf16_logs_that_loss_scale_is_unused(fake_cuda, monkeypatch):
-    import pmsn_mm.engine.optimizers.device_aware_amp_optimizer_wrapper as m
+@pytest.mark.parametrize('native', [True, False])
+def test_cuda_bf16_logs_that_loss_scale_is_unused(fake_cuda, monkeypatch,
+                                                  native):
+    """bfloat16 runs as written; a GPU that only emulates it (the native
+    query, ``including_emulation=False``) gets one more sentence."""
+    asked = fake_cuda(native)
     said = []
     monkeypatch.setattr(m, 'print_log', lambda msg, **kw: said.append(msg))
-    _build(nn.Linear(4, 3))
+    assert _build(nn.Linear(4, 3)).cast_dtype is torch.bfloat16
+    assert asked == [False]
+    emulated = '' if native else (
+        " This GPU emulates bfloat16 (slow); dtype='float16' runs float16 "
+        'with loss scaling.')
     assert said == ['DeviceAwareAmpOptimWrapper: bfloat16 autocast without '
-                    "loss scaling (loss_scale='dynamic' is not used)."]
+                    "loss scaling (loss_scale='dynamic' is not used)."
+                    + emulated]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason='needs CUDA')
-def test_cuda_autocasts_to_the_chosen_dtype():
+@pytest.mark.parametrize('dtype,scaler', [('bfloat16', False),
+                                          ('float16', True)])
+def test_cuda_autocasts_to_the_configured_dtype(dtype, scaler):
     model = nn.Linear(4, 3).cuda()
-    wrapper = _build(model)
-    native = torch.cuda.is_bf16_supported(including_emulation=False)
+    wrapper = _build(model, dtype=dtype)
     assert not wrapper.on_cpu
-    assert wrapper.loss_scaler.is_enabled() is not native
+    assert wrapper.loss_scaler.is_enabled() is scaler
     with wrapper.optim_context(model):
         out = model(torch.randn(2, 4, device='cuda'))
-    assert out.dtype == (torch.bfloat16 if native else torch.float16)
-    assert ('loss_scaler' in wrapper.state_dict()) is not native
+    assert out.dtype == getattr(torch, dtype)
+    assert ('loss_scaler' in wrapper.state_dict()) is scaler
 
 
 def test_recipe_resolves_it_as_the_plain_optimizer():
     cfg = Config(dict(optim_wrapper=dict(
         type='DeviceAwareAmpOptimWrapper', loss_scale='dynamic',
-        optimizer=dict(type='SGD', lr=0.1))))
+        dtype='bfloat16', optimizer=dict(type='SGD', lr=0.1))))
     assert plain_optim_wrapper_cfg(cfg) == dict(
         type='OptimWrapper', optimizer=dict(type='SGD', lr=0.1))

@@ -13,12 +13,13 @@ from mmengine.runner import Runner
 
 from pmsn_mm.engine.hooks import PreemptionHook, RNGStateHook
 from pmsn_mm.engine.hooks.preemption_hook import EXIT_PREEMPTED, slurm_job_id
-from pmsn_mm.engine.op_counter import OpCounter
-from pmsn_mm.engine.work_dir import (PREEMPTION_MARKER, read_preemption_marker,
-                                     write_preemption_marker)
+from pmsn_mm.engine.resume import (PREEMPTION_MARKER, read_preemption_marker,
+                                   write_preemption_marker)
 from tests._configs import TINY_PMSN, write_config
 from tests._dist import free_port, gloo_group
 from tests._preemption_hooks import SignalAtIterHook  # noqa: F401 (registers)
+from tests._profiling import rule_failure
+from tests._profiling.op_counter import OpCounter, assert_host_syncs
 
 SLURM = ('SLURM_JOB_ID', 'SLURM_ARRAY_JOB_ID', 'SLURM_ARRAY_TASK_ID')
 
@@ -73,7 +74,7 @@ def test_handlers_set_a_flag_and_are_put_back(tmp_path):
     try:
         with OpCounter() as counter:  # one process: a flag read, no op
             assert hook._agreed(runner) is None
-        assert counter.ops == 0
+        assert counter.ops == 0, rule_failure(counter.summary())
         os.kill(os.getpid(), signal.SIGUSR2)
         os.kill(os.getpid(), signal.SIGUSR1)  # a second one: counted only
         assert hook.received == signal.SIGUSR2 and hook.ignored == 1
@@ -138,7 +139,7 @@ def _agree(rank: int, port: int, out: str) -> None:
                     os.kill(os.getpid(), signal.SIGUSR1)
                 with OpCounter() as counter:  # what a GPU step would see
                     agreed = hook._agreed(runner)
-                assert counter.syncs == 0
+                assert_host_syncs(counter, what=f'_agreed at iter {it}')
                 if agreed is not None:
                     stops.append(it + 1)
                     break

@@ -3,10 +3,11 @@ every checkpoint's ``meta['cfg']`` hold the config as written (plus the
 user's ``--cfg-options``), never ``PMSNRunner``'s adaptations to the machine
 it ran on — those are in the run itself and logged in one line each.
 
-A GPU config's settings (``pin_memory``, 8 workers, persistent workers,
-``AmpOptimWrapper``) go through a CPU run here: the run uses what fits the
-machine, and reloading the dump — what a user does to reproduce the run on
-a GPU node — gives the config's own settings back.
+A GPU config's settings (``pin_memory``, 8 workers, persistent workers)
+go through a CPU run here: the run uses what fits the machine, and
+reloading the dump — what a user does to reproduce the run on a GPU node —
+gives the config's own settings back. The precision is no adaptation: the
+config's ``DeviceAwareAmpOptimWrapper`` and its ``dtype`` run as written.
 """
 import glob
 import os.path as osp
@@ -26,7 +27,8 @@ pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 GPU_SETTINGS = """
 train_dataloader.update(num_workers=8, pin_memory=True,
                         persistent_workers=True)
-optim_wrapper = dict(type='AmpOptimWrapper', loss_scale='dynamic',
+optim_wrapper = dict(type='DeviceAwareAmpOptimWrapper', dtype='bfloat16',
+                     loss_scale='dynamic',
                      optimizer=dict(type='AdamW', lr=1e-3,
                                     weight_decay=0.05))
 train_cfg = dict(type='IterBasedTrainLoop', max_iters=2)
@@ -53,6 +55,7 @@ def test_the_run_is_fitted_to_the_machine(run):
     loader = runner.train_dataloader
     assert loader.num_workers < 8 and not loader.pin_memory
     assert isinstance(runner.optim_wrapper, DeviceAwareAmpOptimWrapper)
+    assert runner.optim_wrapper.cast_dtype == torch.bfloat16  # as written
 
 
 def test_the_dump_and_the_checkpoint_hold_the_config_as_written(run):
@@ -66,7 +69,8 @@ def test_the_dump_and_the_checkpoint_hold_the_config_as_written(run):
         assert loader.num_workers == 8
         assert loader.pin_memory is True
         assert loader.persistent_workers is True
-        assert config.optim_wrapper.type == 'AmpOptimWrapper'
+        assert config.optim_wrapper.type == 'DeviceAwareAmpOptimWrapper'
+        assert config.optim_wrapper.dtype == 'bfloat16'
         assert config.model.head.temperature == 0.2  # the user's option
         assert 'model_wrapper_cfg' not in config
         assert config.get('env_cfg', {}).get('dist_cfg', {}).get(
@@ -82,5 +86,5 @@ def test_each_adaptation_is_logged_in_one_line(run):
     assert len(fitted) == 1
     assert 'num_workers 8 ->' in fitted[0]
     assert 'pin_memory True -> False' in fitted[0]
-    assert sum('runs as DeviceAwareAmpOptimWrapper' in line
-               for line in lines) == 1
+    assert not any('optim_wrapper' in line and ' runs as ' in line
+                   for line in lines)  # the precision is not adapted

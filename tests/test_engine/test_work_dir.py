@@ -1,4 +1,6 @@
-"""Which checkpoint --resume takes, and when a work dir is refused."""
+"""pmsn_mm.engine.resume: which checkpoint --resume takes, when a work dir
+is refused, and the flags both tools map onto the config."""
+import argparse
 import os
 import os.path as osp
 import shutil
@@ -7,14 +9,18 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from pmsn_mm.engine.work_dir import (PREEMPTION_MARKER, WorkDirPlan,
-                                     discard_moved, existing_checkpoints,
-                                     find_resume_checkpoint,
-                                     is_complete_checkpoint, move_aside,
-                                     newest_checkpoint, prepare_work_dir,
-                                     read_preemption_marker,
-                                     remove_preemption_marker, restore_moved,
-                                     write_preemption_marker)
+from pmsn_mm.engine.resume import (PREEMPTION_MARKER, RunPlan,
+                                   add_resume_arguments, apply_resume_args,
+                                   continues_checkpoint, discard_moved,
+                                   existing_checkpoints,
+                                   find_resume_checkpoint,
+                                   is_complete_checkpoint, move_aside,
+                                   newest_checkpoint, plan_run,
+                                   read_preemption_marker,
+                                   record_last_checkpoint,
+                                   remove_preemption_marker, restore_moved,
+                                   write_preemption_marker)
+from pmsn_mm.utils.refusal import NothingToDo
 
 
 def _touch(folder, *names):
@@ -105,7 +111,7 @@ def test_fresh_run_into_a_dir_with_checkpoints_is_refused(tmp_path):
     _touch(work, 'iter_2.pth', 'iter_4.pth', 'best_acc.pth')
     _record(work, osp.join(work, 'iter_4.pth'))
     with pytest.raises(FileExistsError) as info:
-        prepare_work_dir(_cfg(work))
+        plan_run(_cfg(work))
     assert str(info.value) == (
         f'The work dir {work} already holds checkpoints of an earlier run '
         '(best_acc.pth, iter_2.pth, iter_4.pth, last_checkpoint), which this '
@@ -115,17 +121,17 @@ def test_fresh_run_into_a_dir_with_checkpoints_is_refused(tmp_path):
         'tool); or choose another --work-dir.')
     # load_from (fine-tuning) would overwrite them too
     with pytest.raises(FileExistsError):
-        prepare_work_dir(_cfg(work, load_from='pretrained.pth'))
+        plan_run(_cfg(work, load_from='pretrained.pth'))
 
 
 def test_overwrite_only_plans_the_replacement(tmp_path):
-    """prepare_work_dir touches nothing: it lists what to replace."""
+    """plan_run touches nothing: it lists what to replace."""
     work = str(tmp_path)
     _touch(work, 'iter_2.pth', 'last_checkpoint', 'config.py')
     before = {n: open(osp.join(work, n), 'rb').read()
               for n in os.listdir(work)}
-    plan = prepare_work_dir(_cfg(work), overwrite=True)
-    assert plan == WorkDirPlan([], ['iter_2.pth', 'last_checkpoint'])
+    plan = plan_run(_cfg(work), overwrite=True)
+    assert plan == RunPlan([], ['iter_2.pth', 'last_checkpoint'])
     assert {n: open(osp.join(work, n), 'rb').read()
             for n in os.listdir(work)} == before
 
@@ -160,7 +166,7 @@ def test_move_aside_restore_and_discard(tmp_path):
 def test_a_leftover_moved_aside_folder_is_reported(tmp_path):
     work = str(tmp_path)
     _touch(osp.join(work, 'overwritten_20261125_101010'), 'iter_2.pth')
-    plan = prepare_work_dir(_cfg(work))
+    plan = plan_run(_cfg(work))
     assert plan.notes == [
         f'{work}/overwritten_20261125_101010 holds checkpoints of an earlier '
         'run that an interrupted --overwrite run moved aside; move them back '
@@ -189,12 +195,12 @@ def test_resume_and_overwrite_exclude_each_other(tmp_path):
             ValueError,
             match='--resume continues the run in the work dir and '
             '--overwrite replaces its checkpoints; pass only one of them.'):
-        prepare_work_dir(_cfg(str(tmp_path), resume=True), overwrite=True)
+        plan_run(_cfg(str(tmp_path), resume=True), overwrite=True)
 
 
 def test_resume_with_nothing_to_resume_starts_from_zero(tmp_path):
     cfg = _cfg(str(tmp_path), resume=True)
-    assert prepare_work_dir(cfg).notes == [
+    assert plan_run(cfg).notes == [
         f'--resume: no checkpoint found in {tmp_path}, starting from '
         'iteration 0.'
     ]
@@ -205,12 +211,12 @@ def test_resume_sets_load_from(tmp_path):
     work = str(tmp_path)
     _touch(work, 'iter_8.pth')
     cfg = _cfg(work, resume=True)
-    assert prepare_work_dir(cfg).notes == [
+    assert plan_run(cfg).notes == [
         f'--resume: resuming from {work}/iter_8.pth.']
     assert cfg.resume is True and cfg.load_from == osp.join(work, 'iter_8.pth')
     # an explicit checkpoint is left alone
     cfg = _cfg(work, resume=True, load_from='other.pth')
-    assert prepare_work_dir(cfg) == WorkDirPlan()
+    assert plan_run(cfg) == RunPlan()
     assert cfg.load_from == 'other.pth'
 
 
@@ -237,8 +243,8 @@ def test_the_same_command_resumes_a_preempted_run(tmp_path):
     _record(work, osp.join(work, 'iter_7.pth'))
     write_preemption_marker(work, osp.join(work, 'iter_7.pth'), 7, 'SIGTERM')
     cfg = _cfg(work)  # no --resume
-    plan = prepare_work_dir(cfg)
-    assert plan == WorkDirPlan([
+    plan = plan_run(cfg)
+    assert plan == RunPlan([
         f'Resuming the run stopped by SIGTERM at iteration 7 from {work}/'
         f'iter_7.pth ({PREEMPTION_MARKER} in the work dir; --overwrite '
         'starts from iteration 0 instead).'
@@ -249,7 +255,7 @@ def test_the_same_command_resumes_a_preempted_run(tmp_path):
     with open(osp.join(work, PREEMPTION_MARKER), 'w') as f:
         f.write('')
     cfg = _cfg(work)
-    assert prepare_work_dir(cfg).notes == [
+    assert plan_run(cfg).notes == [
         f'Resuming the run stopped from {work}/iter_7.pth '
         f'({PREEMPTION_MARKER} in the work dir; --overwrite starts from '
         'iteration 0 instead).'
@@ -261,7 +267,7 @@ def test_overwrite_replaces_a_preempted_run_with_its_marker(tmp_path):
     _touch(work, 'iter_4.pth')
     write_preemption_marker(work, osp.join(work, 'iter_4.pth'), 4, 'SIGUSR1')
     cfg = _cfg(work)
-    plan = prepare_work_dir(cfg, overwrite=True)
+    plan = plan_run(cfg, overwrite=True)
     assert plan.replace == ['iter_4.pth', PREEMPTION_MARKER]
     assert cfg.resume is False and cfg.load_from is None
     # and moving aside takes the marker too: the new run does not resume
@@ -278,12 +284,12 @@ def test_the_requeued_slurm_job_resumes_despite_overwrite(
                             slurm_job_id='42')
     monkeypatch.setenv('SLURM_JOB_ID', '42')
     cfg = _cfg(work)
-    assert prepare_work_dir(cfg, overwrite=True).replace == []
+    assert plan_run(cfg, overwrite=True).replace == []
     assert cfg.resume is True
     assert cfg.load_from == osp.join(work, 'iter_4.pth')
     monkeypatch.setenv('SLURM_JOB_ID', '43')  # another job: overwrites
     cfg = _cfg(work)
-    assert prepare_work_dir(cfg, overwrite=True).replace == [
+    assert plan_run(cfg, overwrite=True).replace == [
         'iter_4.pth', PREEMPTION_MARKER]
     assert cfg.resume is False
 
@@ -292,7 +298,7 @@ def test_a_marker_without_checkpoints_is_no_resume(tmp_path):
     work = str(tmp_path)
     write_preemption_marker(work, osp.join(work, 'iter_4.pth'), 4, 'SIGUSR1')
     cfg = _cfg(work)
-    assert prepare_work_dir(cfg) == WorkDirPlan()
+    assert plan_run(cfg) == RunPlan()
     assert cfg.resume is False
 
 
@@ -300,4 +306,118 @@ def test_a_finished_run_without_marker_is_still_refused(tmp_path):
     work = str(tmp_path)
     _touch(work, 'iter_12.pth')
     with pytest.raises(FileExistsError):
-        prepare_work_dir(_cfg(work))
+        plan_run(_cfg(work))
+
+
+# ------------------------------------------------ a run that already finished
+def _saved_at(folder, name, **meta):
+    """A real checkpoint whose ``meta`` says where the run was."""
+    os.makedirs(folder, exist_ok=True)
+    path = osp.join(folder, name)
+    torch.save(dict(meta=meta, state_dict={}), path)
+    return path
+
+
+def test_resuming_a_finished_run_is_nothing_to_do(tmp_path):
+    work = str(tmp_path)
+    _saved_at(work, 'iter_4.pth', iter=4, epoch=0)
+    cfg = Config(dict(work_dir=work, resume=True, load_from=None,
+                      train_cfg=dict(type='IterBasedTrainLoop', max_iters=4)))
+    with pytest.raises(NothingToDo) as info:
+        plan_run(cfg)
+    assert str(info.value) == (
+        f'Nothing to train: the run in {work} already finished: iter_4.pth '
+        'is at iteration 4 of 4. To train again from iteration 0 pass '
+        '--overwrite (or another --work-dir); to train longer raise the '
+        'schedule (e.g. --cfg-options train_cfg.max_iters=N).')
+    assert info.value.exit_code == 0
+    # a longer schedule continues from it
+    cfg.resume, cfg.load_from = True, None
+    cfg.train_cfg.max_iters = 6
+    assert plan_run(cfg).notes == [
+        f'--resume: resuming from {work}/iter_4.pth.']
+    assert cfg.load_from == osp.join(work, 'iter_4.pth')
+
+
+def test_an_explicit_finished_checkpoint_and_epochs_are_told_too(tmp_path):
+    path = _saved_at(str(tmp_path / 'old'), 'epoch_3.pth', iter=12, epoch=3)
+    cfg = Config(dict(work_dir=str(tmp_path / 'new'), resume=True,
+                      load_from=path,
+                      train_cfg=dict(by_epoch=True, max_epochs=3)))
+    with pytest.raises(NothingToDo, match='epoch_3.pth is at epoch 3 of 3'):
+        plan_run(cfg)
+    # load_from without resume (weights only) trains its own schedule
+    cfg.resume = False
+    assert plan_run(cfg) == RunPlan()
+
+
+def test_continues_checkpoint():
+    assert continues_checkpoint(4, 4)  # mmengine's resume set the loop
+    assert not continues_checkpoint(0, 0)  # a checkpoint saved at 0
+    assert not continues_checkpoint(0, 4)  # load_from: weights only
+    assert not continues_checkpoint(4, None)  # no meta
+    assert not continues_checkpoint(4, 2)  # another checkpoint
+
+
+# ---------------------------------------------------------- the two tools
+@pytest.mark.parametrize('argv, resume, overwrite', [
+    ([], None, False),
+    (['--resume'], 'auto', False),
+    (['--resume', 'w/iter_4.pth'], 'w/iter_4.pth', False),
+    (['--overwrite'], None, True),
+])
+def test_the_flags_of_both_tools(argv, resume, overwrite):
+    parser = argparse.ArgumentParser()
+    add_resume_arguments(parser)
+    args = parser.parse_args(argv)
+    assert (args.resume, args.overwrite) == (resume, overwrite)
+
+
+def test_the_flags_only_set_config_fields():
+    cfg = Config(dict(resume=False, load_from='pretrained.pth'))
+    apply_resume_args(cfg, None, False)
+    assert cfg.to_dict() == dict(resume=False, load_from='pretrained.pth')
+    apply_resume_args(cfg, 'auto', False)
+    assert cfg.to_dict() == dict(resume=True, load_from=None)
+    apply_resume_args(cfg, 'w/iter_4.pth', False)
+    assert cfg.to_dict() == dict(resume=True, load_from='w/iter_4.pth')
+    cfg = Config(dict(resume=False, load_from=None))
+    apply_resume_args(cfg, None, True)
+    assert cfg.to_dict() == dict(resume=False, load_from=None,
+                                 overwrite_work_dir=True)
+
+
+def test_overwrite_is_read_from_the_config(tmp_path):
+    work = str(tmp_path)
+    _touch(work, 'iter_2.pth')
+    cfg = Config(dict(work_dir=work, resume=False, load_from=None,
+                      overwrite_work_dir=True))
+    assert plan_run(cfg).replace == ['iter_2.pth']
+    cfg.overwrite_work_dir = False
+    with pytest.raises(FileExistsError):
+        plan_run(cfg)
+
+
+def test_the_earlier_config_dump_is_read_when_planned(tmp_path):
+    """The new runner rewrites it while it is built, after the plan."""
+    work = str(tmp_path / 'work')
+    _touch(work, 'iter_2.pth')
+    with open(osp.join(work, 'probe.py'), 'wb') as f:
+        f.write(b'earlier = 1\n')
+    (tmp_path / 'configs').mkdir()
+    (tmp_path / 'configs' / 'probe.py').write_text('new = 2\n')
+    cfg = Config(dict(work_dir=work, resume=False, load_from=None),
+                 filename=str(tmp_path / 'configs' / 'probe.py'))
+    assert plan_run(cfg, overwrite=True) == RunPlan(
+        [], ['iter_2.pth'], 'probe.py', b'earlier = 1\n')
+
+
+def test_a_recorded_checkpoint_is_what_resume_takes(tmp_path):
+    work = str(tmp_path)
+    _touch(work, 'iter_2.pth', 'iter_4.pth')
+    record_last_checkpoint(work, osp.join(work, 'iter_2.pth'))
+    with open(osp.join(work, 'last_checkpoint'), 'rb') as f:
+        assert f.read() == osp.join(work, 'iter_2.pth').encode('utf-8')
+    assert sorted(os.listdir(work)) == [
+        'iter_2.pth', 'iter_4.pth', 'last_checkpoint']  # no temporary file
+    assert find_resume_checkpoint(work) == osp.join(work, 'iter_2.pth')

@@ -4,7 +4,7 @@ from mmengine.dataset import default_collate
 from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 
-from pmsn_mm.evaluation.functional import batch_features
+from pmsn_mm.evaluation import batch_features
 
 
 def _batch(n=3):

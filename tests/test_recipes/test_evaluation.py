@@ -1,12 +1,12 @@
 """The evaluation table's rules (scoped values, deviations, refusals) and
-the naming of a probe's lr curve (pmsn_mm/recipes/evaluation.py), on tables
+the naming of a probe's lr curve (tests/_recipes/evaluation.py), on tables
 and curves written here."""
 import math
 
 import pytest
 import yaml
 
-from pmsn_mm.recipes import (expected_probe_recipe, load_evaluation_table,
+from tests._recipes import (expected_probe_recipe, load_evaluation_table,
                              name_lr_schedule)
 
 

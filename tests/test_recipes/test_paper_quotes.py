@@ -8,7 +8,7 @@ import sys
 import pytest
 import yaml
 
-from pmsn_mm.recipes.paper_quotes import (QUOTES_FILE, build_quote_index,
+from tests._recipes.paper_quotes import (QUOTES_FILE, build_quote_index,
                                           dump_quote_index, load_quote_index,
                                           locate, quotes_of, table_quotes)
 from tests._configs import REPO

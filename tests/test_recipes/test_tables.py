@@ -1,10 +1,10 @@
-"""The recipe tables' rules (pmsn_mm/recipes/tables.py): bases merged, the
+"""The recipe tables' rules (tests/_recipes/tables.py): bases merged, the
 row of a config, deviations, absent view groups, value comparison and the
 ``{N}xb{B}`` of a config name, on tables written here."""
 import pytest
 import yaml
 
-from pmsn_mm.recipes import (NAME_BATCH, expected_recipe, load_recipe_table,
+from tests._recipes import (NAME_BATCH, expected_recipe, load_recipe_table,
                              name_batch, round_value, same_value)
 
 

@@ -1,6 +1,7 @@
 """tools/speed/benchmark_step.py: its table (one row per phase of
-``pmsn_mm.engine.step_profiler``'s step) and ``--floor``, the step against
-the bare encoder passes (the counts: tests/test_engine/test_step_profiler.py).
+``tests/_profiling/step_profiler.py``'s step) and ``--floor``, the step
+against the bare encoder passes (the counts:
+tests/test_profiling/test_step_profiler.py).
 """
 import os.path as osp
 from types import SimpleNamespace

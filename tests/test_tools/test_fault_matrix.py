@@ -32,7 +32,7 @@ import pytest
 import torch
 
 from pmsn_mm.engine import atomic_file_backend
-from pmsn_mm.engine.work_dir import find_resume_checkpoint
+from pmsn_mm.engine.resume import find_resume_checkpoint
 from tests._configs import REPO, TINY_PMSN, write_config
 from tests._dist import free_port
 from tests._tools import load_tool

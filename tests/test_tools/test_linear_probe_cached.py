@@ -1,9 +1,10 @@
 """tools/linear_probe_cached.py: same probes as online training, faster.
 
 The checks and classes it calls are tested in
-``tests/test_evaluation/test_cached_probe.py`` and ``test_cached_features.py``.
+``tests/test_tools/test_cached_probe.py`` and ``test_cached_features.py``.
 """
 import importlib.util
+import os
 import os.path as osp
 
 import pytest
@@ -11,9 +12,13 @@ import torch
 from mmengine.config import Config
 from mmengine.runner import Runner
 
+from pmsn_mm.utils.refusal import NothingToDo
 from tests._configs import REPO
 from tests._linear_probe_toy import (save_pmsn_vit_checkpoint,
                                      write_toy_probe_config)
+from tests._tools import import_beside_tools
+
+cached_probe = import_beside_tools('tools/cached_probe.py')
 
 ZERO_INIT = dict(type='Constant', layer='Linear', val=0.0, bias=0.0)
 #: a larger lr than the VISSL 0.01, so that a different batch order moves
@@ -124,3 +129,69 @@ def test_arguments(tmp_path):
     with pytest.raises(SystemExit) as exc:
         tool.main(['--help'])
     assert exc.value.code == 0
+
+
+def _cached(toy, work_dir, *flags, options=()):
+    config, ckpt = toy
+    return _tool().main([
+        config, ckpt, '--work-dir', work_dir, '--online-iters', '0', *flags,
+        '--cfg-options', *TOY_OPTIONS, *options
+    ])
+
+
+def _probes(path):
+    return _head_state(torch.load(path, weights_only=True)['state_dict'])
+
+
+def _mtimes(folder):
+    return {name: os.stat(osp.join(folder, name)).st_mtime_ns
+            for name in os.listdir(folder)}
+
+
+def test_the_work_dir_is_decided_as_for_tools_train(toy, tmp_path,
+                                                    monkeypatch):
+    """pmsn_mm.engine.resume decides, before any feature is extracted: a
+    run into a work dir with checkpoints is refused, a finished one has
+    nothing to do, --resume continues the probes' own checkpoint exactly,
+    --overwrite trains again from epoch 0."""
+    work = str(tmp_path / 'work')
+    every_epoch = ['default_hooks.checkpoint.interval=1',
+                   'default_hooks.checkpoint.max_keep_ckpts=2']
+    first = _cached(toy, work, options=every_epoch)
+    uninterrupted = _probes(first['checkpoint'])
+    assert {'epoch_1.pth', 'epoch_2.pth', 'last_checkpoint',
+            'probe_cached.pth'} <= set(os.listdir(work))
+    extracted = []
+    features = cached_probe._features
+    monkeypatch.setattr(cached_probe, '_features', lambda *args: (
+        extracted.append(len(args[1].dataset)), features(*args))[1])
+    before = _mtimes(work)
+    with pytest.raises(FileExistsError) as info:
+        _cached(toy, work)
+    assert str(info.value).startswith(
+        f'The work dir {work} already holds checkpoints of an earlier run '
+        '(epoch_1.pth, epoch_2.pth, last_checkpoint), which this run would '
+        f'overwrite. Pass --resume to continue from {work}/epoch_2.pth;')
+    with pytest.raises(NothingToDo, match=f'the run in {work} already '
+                       'finished: epoch_2.pth is at epoch 2 of 2.'):
+        _cached(toy, work, '--resume')
+    assert extracted == [] and _mtimes(work) == before
+    # stopped after epoch 1: --resume trains epoch 2 only, to the same probes
+    after_one = _probes(osp.join(work, 'epoch_1.pth'))
+    assert (after_one['head.probes.linear.weight'] -
+            uninterrupted['head.probes.linear.weight']).abs().max() > 1e-3
+    os.remove(osp.join(work, 'epoch_2.pth'))
+    os.remove(osp.join(work, 'last_checkpoint'))
+    resumed = _cached(toy, work, '--resume', options=every_epoch)
+    assert extracted == [64, 32]  # train and val features, once
+    assert _mtimes(work)['epoch_1.pth'] == before['epoch_1.pth']
+    for key, value in _probes(resumed['checkpoint']).items():
+        torch.testing.assert_close(value, uninterrupted[key], rtol=0,
+                                   atol=1e-6)
+    # --overwrite: from epoch 0, the earlier checkpoints gone once it saved
+    again = _cached(toy, work, '--overwrite', options=every_epoch)
+    assert _mtimes(work)['epoch_1.pth'] != before['epoch_1.pth']
+    assert not [n for n in os.listdir(work) if n.startswith('overwritten_')]
+    for key, value in _probes(again['checkpoint']).items():
+        torch.testing.assert_close(value, uninterrupted[key], rtol=0,
+                                   atol=1e-6)

@@ -9,9 +9,11 @@ import sys
 import pytest
 import torch
 
-from pmsn_mm.apis.msn_checkpoints import load_msn_checkpoint
 from tests._configs import REPO
-from tests._tools import load_tool
+from tests._tools import import_beside_tools, load_tool
+
+load_msn_checkpoint = import_beside_tools(
+    'tools/model_converters/msn_checkpoints.py').load_msn_checkpoint
 
 FIXTURES = osp.join(REPO, 'tests', 'fixtures', 'msn_official')
 TO_PMSN = 'tools/model_converters/msn_to_pmsn.py'

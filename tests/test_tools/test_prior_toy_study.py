@@ -221,6 +221,7 @@ def test_device_and_runs_per_device_are_checked(tmp_path):
     cfg = study.make_config(study.parse_args([PAPER, '--amp', '--quick']),
                             'uniform', 'forward', 0)
     assert cfg.optim_wrapper.type == 'DeviceAwareAmpOptimWrapper'
+    assert cfg.optim_wrapper.dtype == 'bfloat16'
     assert cfg.train_dataloader.batch_size == 32
     assert cfg.work_dir == osp.join('work_dirs', 'prior_toy_study',
                                     'uniform', 'seed0')

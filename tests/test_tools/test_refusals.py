@@ -2,7 +2,8 @@
 command, run as the user runs it (a subprocess of tools/train.py,
 tools/test.py, tools/dist_train.sh or a converter).
 
-What must hold for each case (a list of cases, one loop): the exit status
+What must hold for each case (a list of cases, one loop; the cached linear
+probe, tools/linear_probe_cached.py, too): the exit status
 (1; 0 for "nothing to do"), the whole output (stdout and stderr) is the
 message alone on one line — no traceback, no environment or config dump
 before it, printed once — and the work dir is neither created nor changed.
@@ -17,11 +18,14 @@ import pytest
 
 from tests._configs import CONFIGS, REPO, TINY_PMSN, write_config
 from tests._image_folders import write_class_tree
+from tests._linear_probe_toy import (save_pmsn_vit_checkpoint,
+                                     write_toy_probe_config)
 
 pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
 TRAIN = osp.join(REPO, 'tools', 'train.py')
 TEST = osp.join(REPO, 'tools', 'test.py')
+CACHED = osp.join(REPO, 'tools', 'linear_probe_cached.py')
 IMAGE_FOLDER_CFG = osp.join(CONFIGS, 'pmsn',
                             'pmsn_vit-small-p16_32xb128-300e_image-folder.py')
 TOY_KNN = osp.join(CONFIGS, 'pmsn', 'benchmarks',
@@ -48,12 +52,22 @@ def _state(path: str) -> Optional[Dict[str, Tuple[int, float]]]:
 
 @pytest.fixture(scope='module')
 def world(tmp_path_factory):
-    """A finished tiny run, image folders (good and corrupt) and configs."""
+    """A finished tiny run (and cached linear probe), image folders (good
+    and corrupt) and configs."""
     root = tmp_path_factory.mktemp('refusals')
     config = write_config(root, TINY_PMSN.replace('max_iters=6',
                                                   'max_iters=2'))
     done = str(root / 'done')
     out = subprocess.run([sys.executable, TRAIN, config, '--work-dir', done],
+                         cwd=str(root), env=_env(), capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    encoder = str(root / 'encoder.pth')
+    save_pmsn_vit_checkpoint(encoder)
+    probe = write_toy_probe_config(root, 'vit-lastcls', encoder)
+    probed = str(root / 'probed')
+    out = subprocess.run([sys.executable, CACHED, probe, encoder,
+                          '--work-dir', probed, '--online-iters', '0'],
                          cwd=str(root), env=_env(), capture_output=True,
                          text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -69,7 +83,8 @@ def world(tmp_path_factory):
                 f.write(data[:len(data) // 2])
     return dict(root=str(root), config=config, done=done, images=images,
                 corrupt=corrupt,
-                checkpoint=osp.join(done, 'iter_2.pth'))
+                checkpoint=osp.join(done, 'iter_2.pth'), probe=probe,
+                encoder=encoder, probed=probed)
 
 
 class Case(NamedTuple):
@@ -92,6 +107,14 @@ CASES = {
         [TRAIN, '{config}', '--work-dir', '{done}', '--resume'],
         ['Nothing to train', 'iteration 2 of 2'], work_dir='{done}',
         status=0),
+    'a second cached linear probe into its work dir': Case(
+        [CACHED, '{probe}', '{encoder}', '--work-dir', '{probed}'],
+        ['already holds checkpoints', '--resume', '--overwrite'],
+        work_dir='{probed}'),
+    'resuming a cached linear probe that finished': Case(
+        [CACHED, '{probe}', '{encoder}', '--work-dir', '{probed}',
+         '--resume'], ['Nothing to train', 'epoch 1 of 1'],
+        work_dir='{probed}', status=0),
     'a missing image folder': Case(
         [TRAIN, IMAGE_FOLDER_CFG, '--work-dir', '{root}/new', '--max-iters',
          '2'], ['folder does not exist', 'IMAGE_FOLDER'],

@@ -3,10 +3,8 @@ import importlib.util
 import os.path as osp
 
 import pytest
-import torch
 from mmengine.config import Config
 
-from pmsn_mm.engine.runners.pmsn_runner import device_aware_amp
 from tests._configs import REPO, write_config
 
 
@@ -45,20 +43,15 @@ def test_train_auto_resume_and_default_work_dir(tmp_path):
     assert cfg.work_dir == osp.join('./work_dirs', 'tiny')
 
 
-def test_amp_flag_selects_the_device_aware_wrapper(tmp_path):
-    """--amp sets mmengine's AmpOptimWrapper, as mmpretrain's --amp does;
-    PMSNRunner runs it as DeviceAwareAmpOptimWrapper (mmengine's wrapper on
-    a GPU, bf16 autocast on the CPU), so any tool's --amp gives one run."""
+def test_amp_flag_sets_the_wrapper_and_its_dtype(tmp_path):
+    """--amp sets optim_wrapper.type and dtype, nothing chosen later (the
+    flag's other cases: tests/test_engine/test_precision.py)."""
     cfg_path = write_config(tmp_path)
     cfg = train.merge_args(
         Config.fromfile(cfg_path), train.parse_args([cfg_path, '--amp']))
-    assert cfg.optim_wrapper.type == 'AmpOptimWrapper'
-    assert cfg.optim_wrapper.loss_scale == 'dynamic'
-    assert device_aware_amp(cfg).startswith(
-        'optim_wrapper AmpOptimWrapper runs as DeviceAwareAmpOptimWrapper')
     assert cfg.optim_wrapper.type == 'DeviceAwareAmpOptimWrapper'
-    assert cfg.optim_wrapper.loss_scale == 'dynamic'
-    assert device_aware_amp(cfg) is None  # once only
+    assert cfg.optim_wrapper.dtype == 'bfloat16'
+    assert 'loss_scale' not in cfg.optim_wrapper
 
 
 def test_amp_flag_refuses_other_wrappers(tmp_path):
@@ -66,18 +59,12 @@ def test_amp_flag_refuses_other_wrappers(tmp_path):
     args = train.parse_args([cfg_path, '--amp'])
     cfg = Config.fromfile(cfg_path)
     cfg.optim_wrapper.type = 'ApexOptimWrapper'
-    with pytest.raises(ValueError, match='--amp works with OptimWrapper'):
+    with pytest.raises(ValueError, match='--amp sets optim_wrapper.type='
+                       "'DeviceAwareAmpOptimWrapper' and works with "
+                       'optim_wrapper.type OptimWrapper, AmpOptimWrapper, '
+                       'DeviceAwareAmpOptimWrapper, not the configured '
+                       "'ApexOptimWrapper'"):
         train.merge_args(cfg, args)
-
-
-@pytest.mark.skipif(torch.cuda.is_available(), reason='checks the CPU path')
-def test_amp_optim_wrapper_falls_back_to_bf16_on_cpu(tmp_path):
-    cfg_path = write_config(tmp_path)
-    cfg = train.merge_args(Config.fromfile(cfg_path), train.parse_args(
-        [cfg_path, '--cfg-options', 'optim_wrapper.type=AmpOptimWrapper']))
-    note = device_aware_amp(cfg)
-    assert cfg.optim_wrapper.type == 'DeviceAwareAmpOptimWrapper'
-    assert note.endswith('(no CUDA device: bfloat16 autocast on the CPU).')
 
 
 def test_test_tool_flags(tmp_path):

@@ -22,20 +22,26 @@ import argparse
 import json
 import os
 import os.path as osp
+import sys
 from typing import Dict, List, Optional
 
 import numpy as np
 from mmengine.config import Config, DictAction
 from mmpretrain.apis import get_model
 
-from pmsn_mm.apis import (build_dataset, dataset_config, dataset_labels,
-                          load_image)
 from pmsn_mm.config import check_config
 from pmsn_mm.engine.cpu_load import fit_threads_once
+from pmsn_mm.evaluation import extract_features
 from pmsn_mm.evaluation.functional import (chance_agreement, cosine_knn,
-                                           extract_features,
                                            neighbor_agreement)
-from pmsn_mm.visualization import save_neighbor_grid
+
+# the helpers beside it (a script's folder is on sys.path; add it when the
+# script is imported instead of run)
+if osp.dirname(osp.abspath(__file__)) not in sys.path:
+    sys.path.append(osp.dirname(osp.abspath(__file__)))
+from config_datasets import (build_dataset, dataset_config, dataset_labels,
+                             load_image)
+from neighbor_grid import save_neighbor_grid
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:

@@ -14,8 +14,8 @@ prior (``adaptive`` builds an ``AdaptivePowerLawPrior`` if the config has
 another one), ``uniform`` replaces it; PSwAV configs (no EMA target: the
 "target" curves repeat the online encoder) take ``--kl-directions forward``.
 
-The runs' configs, final numbers, table and estimate are
-:mod:`pmsn_mm.apis.prior_study`'s; this tool schedules the runs and draws.
+The runs' configs, final numbers, table and estimate are those of
+``prior_study.py`` beside it; this tool schedules the runs and draws.
 Writes ``<work-dir>/results.json``, ``table.md`` (mean ± std over seeds),
 ``curves_<run>.png`` and ``fig3_<run>.png`` (test images and their nearest
 training images on backbone features, green when the digit matches).
@@ -55,10 +55,13 @@ if __name__ == '__main__' and _device_arg(sys.argv[1:]) == 'cpu':
 import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from pmsn_mm.apis.prior_study import (KL_DIRECTIONS, LABELS,  # noqa: E402
-                                      PRIORS, estimate_seconds, evaluate_run,
-                                      run_dir, run_name, scale_schedule,
-                                      study_config, summarise)
+# the helpers beside it (a script's folder is on sys.path; add it when the
+# script is imported instead of run)
+if osp.dirname(osp.abspath(__file__)) not in sys.path:
+    sys.path.append(osp.dirname(osp.abspath(__file__)))
+from prior_study import (KL_DIRECTIONS, LABELS, PRIORS,  # noqa: E402
+                         estimate_seconds, evaluate_run, run_dir, run_name,
+                         scale_schedule, study_config, summarise)
 
 #: ``--quick``: iterations, images per toy set, Fig. 3 references, batch.
 QUICK_ITERS, QUICK_SAMPLES, QUICK_REFS, QUICK_BATCH = 2, 128, 2, 32
@@ -89,8 +92,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument('--estimate-only', action='store_true',
                    help='print the estimate and stop')
     p.add_argument('--amp', action='store_true', help='bfloat16 autocast '
-                   '(DeviceAwareAmpOptimWrapper; float16 + scaler on GPUs '
-                   'without bfloat16)')
+                   "without loss scaling (DeviceAwareAmpOptimWrapper, "
+                   "dtype='bfloat16')")
     p.add_argument('--max-iters', type=int, default=None,
                    help='override the schedule length (schedules scale)')
     p.add_argument('--eval-interval', type=int, default=None,
@@ -158,9 +161,9 @@ def run_one(args: argparse.Namespace, prior: str, direction: str,
             seed: int) -> None:
     """Train and evaluate one run; writes ``metrics.json`` (with the curve),
     ``untrained.json`` (the first prior and direction) and its Fig. 3."""
+    from config_datasets import build_dataset
     from mmengine.runner import Runner
 
-    from pmsn_mm.apis import build_dataset
     from pmsn_mm.engine.hooks.prototype_assignment_hook import (
         PrototypeAssignmentHook, brightness_deciles, labelled_inputs)
     cfg = make_config(args, prior, direction, seed)
@@ -228,9 +231,8 @@ def save_fig3(mem_ds, qry_ds, mem_feats, qry_feats, out_file: str,
     """One test image per digit (most frequent first) and its nearest
     training images on backbone features."""
     import torch.nn.functional as F
-
-    from pmsn_mm.apis import dataset_labels, load_image
-    from pmsn_mm.visualization import save_neighbor_grid
+    from config_datasets import dataset_labels, load_image
+    from neighbor_grid import save_neighbor_grid
     q, m = dataset_labels(qry_ds), dataset_labels(mem_ds)
     refs = [int(np.flatnonzero(q['digit'] == d)[0]) for d in range(10)
             if (q['digit'] == d).any()][:args.num_refs]
@@ -303,9 +305,8 @@ def main(argv: Optional[List[str]] = None) -> dict:
     if args.device == 'cpu':  # and for the runs' processes
         os.environ['CUDA_VISIBLE_DEVICES'] = ''
     import torch
+    from assignment_curves import plot_assignment_curves
     from mmengine.registry import init_default_scope
-
-    from pmsn_mm.visualization.assignment_curves import plot_assignment_curves
     if args.device in ('auto', 'cuda'):
         args.device = 'cuda:0' if torch.cuda.is_available() or \
             args.device == 'cuda' else 'cpu'

@@ -21,16 +21,21 @@ Example::
 """
 import argparse
 import os.path as osp
+import sys
 from functools import partial
 from typing import Optional, Sequence
 
 from tqdm import tqdm
 
-from pmsn_mm.datasets.annotation_io import (write_annotation_list,
-                                            write_class_names)
 from pmsn_mm.datasets.clevr import (CLEVR_COUNT_CLASSES, CLEVR_DIST_CLASSES,
                                     CLEVR_SPLITS, clevr_count_label,
                                     clevr_dist_label, clevr_samples)
+
+# the helpers beside it (a script's folder is on sys.path; add it when the
+# script is imported instead of run)
+if osp.dirname(osp.abspath(__file__)) not in sys.path:
+    sys.path.append(osp.dirname(osp.abspath(__file__)))
+from annotation_lists import write_annotation_list, write_class_names
 
 TASKS = {
     'count': (clevr_count_label, CLEVR_COUNT_CLASSES),

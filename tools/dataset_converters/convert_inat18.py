@@ -17,16 +17,21 @@ Example::
 """
 import argparse
 import os.path as osp
+import sys
 from functools import partial
 from typing import Optional, Sequence
 
 from tqdm import tqdm
 
-from pmsn_mm.datasets.annotation_io import (read_json_dict,
-                                            write_annotation_list,
-                                            write_class_names)
+from pmsn_mm.datasets.annotation_io import read_json_dict
 from pmsn_mm.datasets.inat18 import (INAT18_CLASSES, inat18_annotation_file,
                                      inat18_samples)
+
+# the helpers beside it (a script's folder is on sys.path; add it when the
+# script is imported instead of run)
+if osp.dirname(osp.abspath(__file__)) not in sys.path:
+    sys.path.append(osp.dirname(osp.abspath(__file__)))
+from annotation_lists import write_annotation_list, write_class_names
 
 SPLITS = ('train', 'val')
 

@@ -17,15 +17,20 @@ Example::
 """
 import argparse
 import os.path as osp
+import sys
 from functools import partial
 from typing import Optional, Sequence
 
 from tqdm import tqdm
 
-from pmsn_mm.datasets.annotation_io import (write_annotation_list,
-                                            write_class_names)
 from pmsn_mm.datasets.kitti_dist import (KITTI_DIST_CLASSES, KITTI_SPLITS,
                                          kitti_dist_samples)
+
+# the helpers beside it (a script's folder is on sys.path; add it when the
+# script is imported instead of run)
+if osp.dirname(osp.abspath(__file__)) not in sys.path:
+    sys.path.append(osp.dirname(osp.abspath(__file__)))
+from annotation_lists import write_annotation_list, write_class_names
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:

@@ -38,12 +38,17 @@ Examples:
 """
 import argparse
 import os.path as osp
+import sys
 from typing import List, Optional
 
-from pmsn_mm.apis.msn_checkpoints import (load_msn_checkpoint, msn_to_pmsn,
-                                          released_name)
 from pmsn_mm.engine.atomic_file_backend import atomic_torch_save
 from pmsn_mm.utils.refusal import debug_requested, run_command
+
+# the helpers beside it (a script's folder is on sys.path; add it when the
+# script is imported instead of run)
+if osp.dirname(osp.abspath(__file__)) not in sys.path:
+    sys.path.append(osp.dirname(osp.abspath(__file__)))
+from msn_checkpoints import load_msn_checkpoint, msn_to_pmsn, released_name
 
 
 def default_backbone_out(dst: str) -> str:

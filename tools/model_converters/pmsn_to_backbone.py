@@ -28,16 +28,22 @@ Examples:
 import argparse
 import os
 import os.path as osp
+import sys
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Union
 
 import torch
 
-# the key map shared with the MSN converters (kept importable from here)
-from pmsn_mm.apis.vit_keys import TIMM_RULES  # noqa: F401
-from pmsn_mm.apis.vit_keys import mmpretrain_vit_to_timm
 from pmsn_mm.engine.atomic_file_backend import atomic_torch_save
 from pmsn_mm.utils.refusal import debug_requested, run_command
+
+# the helpers beside it (a script's folder is on sys.path; add it when the
+# script is imported instead of run)
+if osp.dirname(osp.abspath(__file__)) not in sys.path:
+    sys.path.append(osp.dirname(osp.abspath(__file__)))
+# the key map shared with the MSN converters (kept importable from here)
+from vit_keys import TIMM_RULES  # noqa: F401
+from vit_keys import mmpretrain_vit_to_timm
 
 #: Key prefix of the online encoder in PMSN/MSN (and any mmpretrain) models.
 ONLINE_PREFIX = 'backbone.'

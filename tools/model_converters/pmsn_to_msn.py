@@ -25,13 +25,19 @@ Examples:
 """
 import argparse
 import os.path as osp
+import sys
 from typing import Dict, List, Optional
 
 import torch
 
-from pmsn_mm.apis.msn_checkpoints import pmsn_to_msn, read_msn_checkpoint
 from pmsn_mm.engine.atomic_file_backend import atomic_torch_save
 from pmsn_mm.utils.refusal import debug_requested, run_command
+
+# the helpers beside it (a script's folder is on sys.path; add it when the
+# script is imported instead of run)
+if osp.dirname(osp.abspath(__file__)) not in sys.path:
+    sys.path.append(osp.dirname(osp.abspath(__file__)))
+from msn_checkpoints import pmsn_to_msn, read_msn_checkpoint
 
 
 def load_pmsn_checkpoint(path: str) -> Dict:

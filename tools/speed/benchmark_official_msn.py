@@ -26,9 +26,9 @@ Per side: median ms per step over ``--repeats`` steps after one warm-up
 ``max_memory_allocated``; n/a on CPU) and syncs per step: on CUDA the
 synchronising CUDA calls that ``torch.cuda.set_sync_debug_mode('warn')``
 reports; on CPU the host reads of tensor values that
-:class:`~pmsn_mm.engine.op_counter.OpCounter` sees (``.item()``/``float()``,
-data-sized outputs, ...; reads of the optimiser's host step counters not
-counted), the proxy for the syncs the same code makes on a GPU.
+``tests/_profiling/op_counter.py``'s ``OpCounter`` sees (``.item()``/
+``float()``, data-sized outputs, ...; reads of the optimiser's host step
+counters not counted), the proxy for the syncs the same code makes on a GPU.
 
 Examples::
 

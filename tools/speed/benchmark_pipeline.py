@@ -16,7 +16,7 @@ in one process on one CPU core, medians over ``--repeats`` passes:
 Then, on ``--device``: the time ``BatchAugmentPreprocessor`` (MSN's views)
 takes to draw all views of a batch of ``--batch-size`` decoded images, and
 with ``--step CONFIG`` the training step of that config after its views
-(forward+loss to target update, ``pmsn_mm.engine.step_profiler``) at the
+(forward+loss to target update, ``tests/_profiling/step_profiler.py``) at the
 same batch size, and the ratio of the two.
 
 Example::
@@ -30,6 +30,7 @@ import io
 import os
 import os.path as osp
 import statistics
+import sys
 import tempfile
 import time
 from typing import Callable, Dict, List, Optional
@@ -46,10 +47,15 @@ from PIL import Image
 import pmsn_mm  # noqa: F401  (registers the transforms and the collate)
 from pmsn_mm.datasets.padded_collate import padded_collate
 from pmsn_mm.datasets.sample_data import class_image, write_image
-from pmsn_mm.engine.step_profiler import (AFTER_VIEWS, build_step, make_batch,
-                                          time_phases)
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+# A maintainer script, run from a checkout: the step profiler is test code
+# (tests/_profiling/), imported with the repository root on sys.path.
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+from tests._profiling.step_profiler import (AFTER_VIEWS, build_step,  # noqa
+                                            make_batch, time_phases)
+
 PER_SAMPLE = osp.join(ROOT, 'configs', '_base_', 'datasets',
                       'imagenet_msn_per-sample.py')
 BATCHED = osp.join(ROOT, 'configs', '_base_', 'datasets', 'imagenet_msn.py')

@@ -25,14 +25,14 @@ per-iteration hooks run it:
   ``PrototypeUsageHook``, ``PriorWeightWarmupHook``) on a stand-in runner
   (``TargetEMAHook``'s work is the target update above).
 
-The step is :mod:`pmsn_mm.engine.step_profiler`'s (what the tests count).
+The step is ``tests/_profiling/step_profiler.py``'s (what the tests count).
 For each phase it prints the aten op count and the host syncs (one counting
-pass under :class:`~pmsn_mm.engine.op_counter.OpCounter`; on a GPU each op is
-at least one kernel launch, each sync drains the launch queue), the blocking
-host-to-device copies (``h2d``, the same pass under
-:class:`~pmsn_mm.engine.host_copies.HostCopyCounter`; the batch's own
-``non_blocking`` upload is counted apart as ``batch``), the median
-wall time over ``--repeats`` uncounted steps (after one warm-up step), the
+pass under ``tests/_profiling/op_counter.py``'s ``OpCounter``; on a GPU each
+op is at least one kernel launch, each sync drains the launch queue), the
+blocking host-to-device copies (``h2d``, the same pass under
+``tests/_profiling/host_copies.py``'s ``HostCopyCounter``; the batch's own
+``non_blocking`` upload is counted apart as ``batch``), the median wall
+time over ``--repeats`` uncounted steps (after one warm-up step), the
 peak memory (``torch.cuda.max_memory_allocated`` on CUDA, the growth of the
 peak RSS on CPU), images/s of the whole step and the share of the step
 spent drawing views. ``AmpOptimWrapper`` (and pmsn_mm's
@@ -67,8 +67,10 @@ Examples::
         --batch-size 8 --floor --threads 1
 """
 import argparse
+import os.path as osp
 import resource
 import statistics
+import sys
 import time
 import types
 from typing import Any, Dict, List, Optional, Sequence
@@ -76,9 +78,15 @@ from typing import Any, Dict, List, Optional, Sequence
 import torch
 from mmengine.config import Config
 
-from pmsn_mm.engine.step_profiler import (AFTER_VIEWS, build_step,
-                                          count_phases, make_batch, pin_batch,
-                                          step_phases, sync, time_phases)
+# A maintainer script, run from a checkout: the step profiler is test code
+# (tests/_profiling/), imported with the repository root on sys.path.
+REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+from tests._profiling.step_profiler import (AFTER_VIEWS, build_step,  # noqa
+                                            count_phases, make_batch,
+                                            pin_batch, step_phases, sync,
+                                            time_phases)
 
 
 def _encode(model: torch.nn.Module, views: List[torch.Tensor],

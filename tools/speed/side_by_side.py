@@ -19,8 +19,14 @@ import torch
 from mmengine.config import Config, ConfigDict
 from mmengine.registry import init_default_scope
 
-from pmsn_mm.engine.step_profiler import (StepCounter, build_step, make_batch,
-                                          optimizer_steps, step_phases)
+# A maintainer script, run from a checkout: the step profiler is test code
+# (tests/_profiling/), imported with the repository root on sys.path.
+REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+from tests._profiling.step_profiler import (StepCounter, build_step,  # noqa
+                                            make_batch, optimizer_steps,
+                                            step_phases)
 
 #: What ``--narrow`` sets: a ViT-Tiny-wide encoder (official MSN's
 #: ``init_model`` sizes its projector by model name: 192 is its narrowest
@@ -131,7 +137,7 @@ def narrow_config(cfg: Config) -> None:
 
 def build_ours(cfg: Config, batch: int, device: torch.device,
                amp: Optional[str]) -> Callable[[], None]:
-    """pmsn_mm's training step (:mod:`pmsn_mm.engine.step_profiler`'s
+    """pmsn_mm's training step (``tests/_profiling/step_profiler.py``'s
     phases in order) on a decoded batch (its ``make_batch``), as a closure.
 
     Args:

@@ -41,10 +41,8 @@ def frequency_epoch_indices(
     """Draw ``num_indices`` i.i.d. images by class-frequency sampling.
 
     Each index: class ``k`` with probability :func:`class_frequency_probs`,
-    then an image uniformly among the ``n_k`` images of the class. An image
-    of class ``k`` thus has probability ``n_k ** (power - 1) / sum_j n_j **
-    power`` per draw: ``power=1`` is uniform over images, ``0`` uniform over
-    classes, ``0.5`` inverse square-root frequency sampling.
+    then an image uniformly within it (``power=1``: uniform over images,
+    ``0``: over classes).
 
     Kept instead of ``torch.utils.data.WeightedRandomSampler``: its one
     ``torch.multinomial`` over per-image weights ``n_k ** (power - 1)``
@@ -75,22 +73,13 @@ def frequency_epoch_indices(
 class ClassFrequencySampler(ClassAwareSampler):
     """Sample a class with probability ∝ ``n_k ** power``, then an image.
 
-    The paper (appendix "Alternatives to feature priors ...: data sampling")
-    compares uniform sampling with inverse square-root frequency sampling on
-    iNat18 and writes the class probability as ``sqrt(D_k) / D``; that does
-    not sum to 1, so here it is normalised: ``p_k = n_k ** power / sum_j
-    n_j ** power``. ``power=0.5`` is the paper's scheme (per image
-    ``∝ 1 / sqrt(n_k)``, hence "inverse square-root"), ``power=1`` ordinary
-    uniform sampling over images (with replacement), ``power=0`` uniform
-    over classes. Any finite ``power`` is accepted; negative values
-    over-sample rare classes even more than ``power=0``.
-
-    Indices are i.i.d. draws (images repeat within an epoch). Like
-    ``DefaultSampler``, all ranks draw the same global stream of
-    ``total_size`` indices from ``seed + epoch`` and rank ``r`` keeps
-    ``stream[r::world_size]``, so ranks are disjoint slices;
-    ``len(sampler)`` is ``DefaultSampler``'s: ``ceil(N / world_size)`` with
-    ``round_up=True``, else ``ceil((N - rank) / world_size)``.
+    The paper's class probability ``sqrt(D_k) / D`` (appendix
+    "Alternatives to feature priors ...: data sampling") does not sum to 1,
+    so here it is normalised: ``p_k = n_k ** power / sum_j n_j ** power``;
+    ``power=0.5`` is its inverse square-root frequency sampling (per image
+    ``∝ 1 / sqrt(n_k)``). Indices are i.i.d. draws; all ranks draw the same
+    stream from ``seed + epoch`` and rank ``r`` keeps
+    ``stream[r::world_size]``; lengths as ``DefaultSampler``'s.
 
     Config example::
 

@@ -47,26 +47,14 @@ def stratified_epoch_indices(
         groups: Optional[Tuple[np.ndarray, ...]] = None) -> np.ndarray:
     """Draw one epoch of class-stratified global batches (fully vectorised).
 
-    For each of the ``num_batches`` batches, ``k`` classes are chosen
-    uniformly without replacement (the ``k`` smallest of ``C`` uniform keys)
-    and ``m = global_batch // k`` images are taken from each chosen class:
-
-    * ``replacement=False``: the images of every class are randomly permuted
-      once per epoch (a group-sorted random key); the ``j``-th time class
-      ``c`` is chosen in the epoch it contributes the ``m`` images at the
-      cyclic positions ``[j*m, j*m + m) mod n_c`` of that permutation. A batch
-      therefore never repeats an image (needs ``m <= n_c``), each single
-      batch gets a uniformly random ``m``-subset of the class, and across the
-      batches of an epoch a class's images are used in a random cyclic order,
-      so an image repeats only after its class has been exhausted.
-    * ``replacement=True``: the ``m`` images are drawn i.i.d. uniformly from
-      the class, so a batch may repeat images and ``n_c < m`` is allowed.
-
-    Either way an image of a class with ``n_c`` images appears in a given
-    batch ``(k / C) * (m / n_c)`` times in expectation (Appendix G: equal for
-    ``k = 960`` and ``k = 2`` when classes have equal size). The positions
-    inside each global batch are then shuffled, so any contiguous slice (one
-    rank's share) is a uniformly random part of the batch.
+    Each batch takes ``k`` classes uniformly without replacement and
+    ``m = global_batch // k`` images of each. Without replacement every
+    class is permuted once per epoch and its ``j``-th pick in the epoch takes
+    the cyclic positions ``[j*m, j*m + m) mod n_c`` (no repeat within a
+    batch; needs ``m <= n_c``); with replacement the ``m`` images are drawn
+    i.i.d. Either way an image appears ``(k / C) * (m / n_c)`` times per
+    batch in expectation (Appendix G). Positions inside each batch are then
+    shuffled, so any contiguous slice (one rank's) is a random part of it.
 
     Args:
         labels: Int array of shape (N,), the class of every image.
@@ -135,46 +123,20 @@ class ClassStratifiedBatchSampler(BatchSampler):
                                classes_per_batch=2),
             ...)  # every batch is whole
 
-    The dataloader's ``batch_size`` is the one owner: a different
-    ``batch_size`` inside ``batch_sampler`` (which mmengine would let win)
-    is refused by :func:`~pmsn_mm.config.check_config_values` before
-    anything is built. It exists only as this ``batch_sampler`` (a plain
-    ``sampler`` cannot see the dataloader's ``batch_size``): set
+    It exists only as this ``batch_sampler`` (a plain ``sampler`` cannot
+    see the dataloader's ``batch_size``): set
     ``batch_sampler=dict(type='ClassStratifiedBatchSampler', ...)`` next to
-    a ``DefaultSampler``,
-    never ``sampler=dict(type=...)``.
+    a ``DefaultSampler``, never ``sampler=dict(type=...)``; a
+    ``batch_size`` inside ``batch_sampler`` is refused by
+    :func:`~pmsn_mm.config.check_config_values`.
 
-    Each iteration first draws ``K = classes_per_batch`` classes uniformly
-    without replacement, then ``global_batch / K`` images from each (see
-    :func:`stratified_epoch_indices`), where ``global_batch = batch_size ×
-    world_size``. ``K = 960`` is "class-balanced", ``K = 2`` or ``8``
-    "class-imbalanced"; both give every image of an equal-size class the
-    same marginal probability per iteration, ``B / (C · n)``.
-
-    mmengine builds ``sampler`` first and passes it with ``batch_size``. The
-    sampler supplies the dataset, ``seed``, ``shuffle`` and ``round_up``
-    (``DefaultSampler``'s) and the epoch (mmengine's loops call
-    ``batch_sampler.sampler.set_epoch``); its own index order is not used.
-    The draws of an epoch come from ``seed + epoch`` (``seed`` alone when
-    ``shuffle=False``, so every epoch repeats epoch 0), so resuming
-    reproduces them.
-
-    Every rank draws the same global batches (same seed) and takes the
-    contiguous slice ``[rank * batch_size, (rank + 1) * batch_size)`` of each
-    (positions are shuffled first, so each slice is a random mix), hence
-    ranks never overlap within a batch and their union is the batch.
-
-    Images of a class are distinct within one batch (``replacement=False``),
-    but may repeat across the iterations of an epoch: each iteration samples
-    classes then images afresh, as in the paper. ``replacement=True``
-    instead samples i.i.d. within a class (images may repeat within a batch),
-    which allows classes with fewer than ``global_batch / K`` images.
-
-    Length: with ``B = batch_size × world_size`` and ``N = len(dataset)``,
-    an epoch has ``T = ceil(N / B)`` batches (``round_up=True``; the same as
-    ``DefaultSampler`` with a dataloader of the same batch size and
-    ``drop_last=False``) or ``T = N // B`` (``round_up=False``, whole global
-    batches only); every batch is complete.
+    ``K = 960`` is "class-balanced", ``K = 2`` or ``8`` "class-imbalanced"
+    (:func:`stratified_epoch_indices`). The sampler supplies the dataset,
+    ``seed``, ``shuffle``, ``round_up`` and the epoch; an epoch's draws come
+    from ``seed + epoch`` (``seed`` alone when ``shuffle=False``), so
+    resuming reproduces them. Every rank draws the same global batches and
+    takes its contiguous slice of each. An epoch has ``ceil(N / B)``
+    batches (``round_up=True``) or ``N // B``, each complete.
 
     Args:
         sampler: The dataloader's sampler (needs ``dataset``; a dataset

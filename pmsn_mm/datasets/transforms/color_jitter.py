@@ -14,10 +14,13 @@ image, pixel for pixel, for negative and positive factors.
 ``ColorJitter`` stays as it is. pmsn_mm's configs name it in every pipeline
 that jitters colour per sample (and restate the mmpretrain recipes they
 inherit with it: SimCLR, SwAV, ...); any config opts in by its name. Its
-parameters, random draws (numpy, in the same order) and the other three
-adjustments are mmpretrain's.
+random draws (numpy, in the same order) and the other three adjustments are
+mmpretrain's; the ranges of the factors (``jitter_range``), the meaning of
+an order (``ADJUSTMENTS``) and the hue rotation (``rotate_hue_8bit``) are
+those of the device view's jitter, written once in
+:mod:`pmsn_mm.views.color_jitter`.
 """
-from typing import Dict
+from typing import Any, Dict, Optional, Tuple
 
 import cv2
 import mmcv
@@ -27,6 +30,8 @@ from mmpretrain.registry import TRANSFORMS
 from PIL import Image
 
 from pmsn_mm.utils.validation import check_choice, check_number
+from pmsn_mm.views.color_jitter import (ADJUSTMENTS, jitter_range,
+                                        rotate_hue_8bit)
 
 HUE_BACKENDS = ('pillow', 'cv2')
 
@@ -54,15 +59,15 @@ def adjust_hue(img: np.ndarray,
     if img.ndim != 3 or img.shape[2] != 3 or img.dtype != np.uint8:
         raise TypeError('adjust_hue needs a uint8 array of shape (H, W, 3) '
                         f'or (H, W), got {img.dtype} {img.shape}.')
-    shift = int(hue_factor * 255)  # truncation towards zero, as torchvision
     if backend == 'pillow':
         rgb = Image.fromarray(np.ascontiguousarray(img[..., ::-1]), 'RGB')
         h, s, v = rgb.convert('HSV').split()
-        hue = ((np.asarray(h, dtype=np.int16) + shift) % 256).astype(np.uint8)
+        hue = rotate_hue_8bit(np.asarray(h, dtype=np.int16),
+                              hue_factor).astype(np.uint8)
         merged = Image.merge('HSV', (Image.fromarray(hue, 'L'), s, v))
         return np.asarray(merged.convert('RGB'))[..., ::-1].copy()
     hsv = cv2.cvtColor(img, cv2.COLOR_BGR2HSV_FULL)
-    hsv[..., 0] = (hsv[..., 0].astype(np.int16) + shift) % 256
+    hsv[..., 0] = rotate_hue_8bit(hsv[..., 0].astype(np.int16), hue_factor)
     return cv2.cvtColor(hsv, cv2.COLOR_HSV2BGR_FULL)
 
 
@@ -93,28 +98,52 @@ class ModuloHueColorJitter(ColorJitter):
                      HUE_BACKENDS)
         super().__init__(brightness, contrast, saturation, hue, backend)
 
-    def transform(self, results: Dict) -> Dict:
-        """Apply the four adjustments in the drawn order.
+    def _set_range(self,
+                   value: Any,
+                   name: str,
+                   center: float = 1,
+                   bound: Tuple[float, float] = (0, float('inf'))
+                   ) -> Optional[Tuple[float, float]]:
+        """The range of a factor (mmpretrain's ``_set_range``):
+        ``jitter_range`` of a single strength >= 0 (the range mmpretrain
+        computes, without its warning where ``1 - s`` < 0 becomes 0), then
+        mmpretrain's checks (a ``(min, max)`` pair and a negative strength
+        as mmpretrain takes them).
 
-        The loop is mmpretrain's (kept here because it calls mmcv's
-        ``adjust_hue`` inline).
+        Args:
+            value: A strength or a ``(min, max)`` pair.
+            name: One of :data:`~pmsn_mm.views.color_jitter.ADJUSTMENTS`.
+            center: The factor that changes nothing.
+            bound: The factor's bounds.
+
+        Returns:
+            ``(min, max)``, or None where the factor is always ``center``.
+        """
+        if isinstance(value, (int, float)) and value >= 0:
+            value = jitter_range(name, value)
+        return super()._set_range(value, name, center, bound)
+
+    def transform(self, results: Dict) -> Dict:
+        """Apply the four adjustments in the drawn order (indices of
+        :data:`~pmsn_mm.views.color_jitter.ADJUSTMENTS`).
+
+        mmpretrain's loop, with :func:`adjust_hue` for mmcv's
+        ``adjust_hue`` (which mmpretrain calls inline).
 
         Args:
             results: Result dict with ``img``.
         """
         img = results['img']
-        order, brightness, contrast, saturation, hue = self._rand_params()
+        order, *factors = self._rand_params()
+        backend = self.backend
+        adjust = dict(
+            brightness=lambda x, f: mmcv.adjust_brightness(
+                x, f, backend=backend),
+            contrast=lambda x, f: mmcv.adjust_contrast(x, f, backend=backend),
+            saturation=lambda x, f: mmcv.adjust_color(x, f, backend=backend),
+            hue=lambda x, f: adjust_hue(x, f, backend=backend))
         for index in order:
-            if index == 0 and brightness is not None:
-                img = mmcv.adjust_brightness(img, brightness,
-                                             backend=self.backend)
-            elif index == 1 and contrast is not None:
-                img = mmcv.adjust_contrast(img, contrast,
-                                           backend=self.backend)
-            elif index == 2 and saturation is not None:
-                img = mmcv.adjust_color(img, alpha=saturation,
-                                        backend=self.backend)
-            elif index == 3 and hue is not None:
-                img = adjust_hue(img, hue, backend=self.backend)
+            if factors[index] is not None:
+                img = adjust[ADJUSTMENTS[index]](img, factors[index])
         results['img'] = img
         return results

@@ -25,9 +25,8 @@ from mmengine import fileio
 from mmpretrain.registry import TRANSFORMS
 from PIL import Image
 
-from ...models.data_preprocessors.views import (check_view_groups,
-                                                smallest_crops)
 from ...utils.refusal import Refusal
+from ...views import check_view_groups, smallest_crops
 
 
 class ImageReadError(Refusal, RuntimeError):
@@ -178,7 +177,7 @@ class LoadImageForViews(CheckedLoadImageFromFile):
     Args:
         views: The ``BatchAugmentPreprocessor`` view groups, checked as it
             checks them (``check_view_groups`` of
-            :mod:`pmsn_mm.models.data_preprocessors.views`; ``scale``,
+            :mod:`pmsn_mm.views`; ``scale``,
             ``ratio``, ``size`` are read; a group without ``size`` forbids
             any reduction). None: never reduce.
         **kwargs: :class:`CheckedLoadImageFromFile` arguments.

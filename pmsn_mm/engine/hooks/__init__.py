@@ -1,7 +1,6 @@
 """Hooks."""
 from .cpu_threads_hook import CPUThreadsHook
 from .final_val_metrics_hook import FinalValMetricsHook
-from .host_copy_hook import HostCopyHook
 from .non_finite_guard_hook import NonFiniteGuardHook, NonFiniteTrainingError
 from .preemption_hook import PreemptionHook
 from .prior_weight_warmup_hook import PriorWeightWarmupHook
@@ -12,8 +11,8 @@ from .target_ema_hook import TargetEMAHook
 from .work_dir_overwrite_hook import WorkDirOverwriteHook
 
 __all__ = [
-    'CPUThreadsHook', 'FinalValMetricsHook', 'HostCopyHook',
-    'NonFiniteGuardHook', 'NonFiniteTrainingError', 'PreemptionHook',
-    'PriorWeightWarmupHook', 'PrototypeAssignmentHook', 'PrototypeUsageHook',
-    'RNGStateHook', 'TargetEMAHook', 'WorkDirOverwriteHook'
+    'CPUThreadsHook', 'FinalValMetricsHook', 'NonFiniteGuardHook',
+    'NonFiniteTrainingError', 'PreemptionHook', 'PriorWeightWarmupHook',
+    'PrototypeAssignmentHook', 'PrototypeUsageHook', 'RNGStateHook',
+    'TargetEMAHook', 'WorkDirOverwriteHook'
 ]

@@ -16,26 +16,15 @@ class CPUThreadsHook(Hook):
     about its fair share instead of 3-30x (see
     :mod:`pmsn_mm.engine.cpu_load`).
 
-    With ``threads='auto'`` the load of the cores the process may run on
-    (its CPU affinity) is read every ``interval`` seconds during training,
-    validation and testing (Linux ``/proc``; no effect elsewhere):
-    ``fair_threads(cores, other)`` threads, where ``other`` is how many of
-    those cores other processes used meanwhile (a neighbour that keeps a
-    core busy on a 2-core machine: 1 thread; when it stops: 2 again; jobs
-    busy on cores this process does not own do not count). A new count
-    needs two readings in a row, and every change is logged in one line
-    with the reason. A cgroup CPU quota (Docker's ``--cpus``) caps the
-    count at the quota rounded down (2 CPUs: at most 2 threads, 1.5: 1),
-    applied at the start and said in the log lines
-    (:func:`~pmsn_mm.engine.cpu_load.cpu_quota`). An integer fixes the
-    count, None leaves torch's own (one thread per core). Runs whose model
-    is on a GPU are left alone, and so is a process started with
-    ``OMP_NUM_THREADS`` or ``MKL_NUM_THREADS`` set (the user's choice;
-    logged once).
-
-    In pmsn_mm's configs (``configs/_base_/default_runtime.py``) as
-    ``default_hooks.cpu_threads``; ``default_hooks.cpu_threads.threads=None``
-    turns it off (mmengine accepts ``None`` only for its own default hooks).
+    With ``threads='auto'`` the load of the process's cores is read every
+    ``interval`` seconds (Linux only) and the thread count follows
+    :func:`~pmsn_mm.engine.cpu_load.fair_threads`, capped by a cgroup CPU
+    quota; a new count needs two readings in a row and every change is
+    logged with its reason. An integer fixes the count, None leaves
+    torch's own. GPU runs and processes started with ``OMP_NUM_THREADS`` /
+    ``MKL_NUM_THREADS`` are left alone. In the configs as
+    ``default_hooks.cpu_threads``; ``threads=None`` turns it off (mmengine
+    accepts ``None`` only for its own default hooks).
 
     Args:
         threads: ``'auto'``, a number of threads, or None (torch's default,

@@ -60,40 +60,16 @@ def _grads_finite(optimizer: Optimizer) -> bool:
 class NonFiniteGuardHook(Hook):
     """Catch a diverging run at the iteration it diverges.
 
-    Without this hook a NaN/inf loss (a too-high lr, ``std = 0`` in the data
-    pre-processor, ...) trains to the end, exits 0 and saves checkpoints full
-    of NaN. With it:
-
-    - Before every optimizer step (a ``torch.optim`` step pre-hook) the
-      gradients are checked. With ``action='skip'`` a NaN/inf gradient
-      means the step is not applied (all gradients are dropped, so the
-      optimizer skips every parameter: no update, no weight decay, no
-      moment or step-count change); this needs the flag on the host before
-      the step, i.e. one host sync per step. With ``action='stop'`` the
-      flag stays on the device (no sync): the step is applied and the run
-      stops after the iteration, before anything is saved.
-    - After every iteration the loss terms (the output keys containing
-      ``'loss'``) are checked, on all ranks together when distributed: all
-      their finiteness flags and the gradient flag are stacked into one
-      tensor and read once, next to mmengine's own read of the loss values
-      for its log (so ``action='stop'`` costs one host read per step).
-      A non-finite loss or a dropped step is a *bad iteration*:
-      ``action='stop'`` raises :class:`NonFiniteTrainingError` naming the
-      iteration, the non-finite terms and the last good checkpoint;
-      ``action='skip'`` logs a warning and goes on, and raises once more
-      than ``max_skips`` iterations were bad (counted over the whole run,
-      resumes included).
-    - Before a checkpoint is written, every floating-point tensor of its
-      ``state_dict`` (weights, buffers, EMA target, prototypes) is checked; a
-      non-finite one raises instead of saving (on the rank that writes
-      checkpoints; ``torchrun``/``srun --kill-on-bad-exit`` then end the
-      others). Buffers updated by a bad
-      forward pass (e.g. BatchNorm running stats) are not rolled back by
-      ``'skip'``; this check keeps them out of checkpoints.
-
-    Runs before ``CheckpointHook`` (priority NORMAL), so nothing is saved
-    from a bad iteration. With ``AmpOptimWrapper`` the dynamic loss scaler
-    skips overflowing steps itself before this hook sees them.
+    Without it a NaN/inf loss trains to the end, exits 0 and saves
+    checkpoints full of NaN. Gradients are checked before every optimizer
+    step (``action='skip'`` drops the step: one host sync per step;
+    ``'stop'`` keeps the flag on the device), the loss terms after every
+    iteration (all ranks together, read once). ``'stop'`` raises
+    :class:`NonFiniteTrainingError` naming the iteration, the terms and the
+    last good checkpoint; ``'skip'`` warns and raises after more than
+    ``max_skips`` bad iterations (over the whole run). A checkpoint whose
+    tensors are not finite is never written. Runs before
+    ``CheckpointHook``. See docs/distributed.md, 'Non-finite guard'.
 
     Args:
         action: ``'stop'`` or ``'skip'``. Defaults to ``'stop'``.

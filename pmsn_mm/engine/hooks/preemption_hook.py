@@ -7,7 +7,7 @@ finishes its current iteration; the ranks agree on the same last
 iteration; one checkpoint is written there (with every rank's random
 states); ``preempted.json`` in the work dir names it, so the same command,
 run again (the requeued job), resumes from it (see
-:func:`pmsn_mm.engine.work_dir.prepare_work_dir`); under Slurm rank 0 runs
+:func:`pmsn_mm.engine.resume.plan_run`); under Slurm rank 0 runs
 ``scontrol requeue`` as submitit does; the processes exit with
 :data:`EXIT_PREEMPTED`. See docs/distributed.md.
 """
@@ -27,9 +27,8 @@ from mmengine.dist import get_dist_info, is_main_process
 from mmengine.hooks import CheckpointHook, Hook
 from mmpretrain.registry import HOOKS
 
-from ..atomic_file_backend import atomic_write_bytes
-from ..work_dir import (LAST_CHECKPOINT, remove_preemption_marker,
-                        write_preemption_marker)
+from ..resume import (record_last_checkpoint, remove_preemption_marker,
+                      write_preemption_marker)
 from .rng_state_hook import RNGStateHook, _checkpoint_due
 from .work_dir_overwrite_hook import WorkDirOverwriteHook
 
@@ -247,8 +246,7 @@ class PreemptionHook(Hook):
         path = osp.join(out_dir, filename)
         runner.message_hub.update_info('last_ckpt', path)
         if is_main_process():
-            atomic_write_bytes(path.encode('utf-8'),
-                               osp.join(runner.work_dir, LAST_CHECKPOINT))
+            record_last_checkpoint(runner.work_dir, path)
         return path
 
     def _should_requeue(self, received: signal.Signals) -> bool:

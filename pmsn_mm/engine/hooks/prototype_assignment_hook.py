@@ -14,9 +14,9 @@ from mmpretrain.utils import get_ori_model
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, Dataset, Subset
 
-from pmsn_mm.evaluation.functional.features import sample_label
 from pmsn_mm.evaluation.functional.prior_diagnostics import (
     assignment_stats, collapse_indicator)
+from pmsn_mm.evaluation.metrics.frozen_features import sample_label
 from pmsn_mm.utils.validation import check_int
 
 if TYPE_CHECKING:
@@ -37,16 +37,14 @@ def labelled_inputs(model: 'BaseModel',
                     ) -> Tuple[Tensor, Dict[str, np.ndarray]]:
     """Un-augmented pre-processed images of a dataset and their labels.
 
-    Each batch goes through ``model.data_preprocessor(batch, False)`` (the
-    evaluation path: normalised, no views; the first tensor when it returns
-    a list), so the images are on the model's device. The global RNG is
-    not used.
+    Each batch goes through ``model.data_preprocessor(batch, False)``
+    (normalised, no views), onto the model's device; no global RNG.
 
     Args:
         model: The model whose pre-processor normalises the images.
         dataset: A dataset whose pipeline packs ``inputs`` and the labels.
         labels: ``{name: data-sample field}`` to collect (see
-            :func:`~pmsn_mm.evaluation.functional.sample_label`), e.g.
+            :func:`~pmsn_mm.evaluation.sample_label`), e.g.
             ``dict(digit='digit_label')``. Defaults to none.
         num_samples: Keep the first ``num_samples`` samples, at most
             ``len(dataset)``. Defaults to None (all).
@@ -124,27 +122,15 @@ def brightness_deciles(inputs: Tensor) -> np.ndarray:
 class PrototypeAssignmentHook(Hook):
     """Which labels the prototypes follow, on fixed images, during training.
 
-    Where :class:`PrototypeUsageHook` reads the training batches' statistics
-    from the head, this hook runs its own forward passes on a fixed set of
-    labelled, un-augmented images: before training and every ``interval``
-    iterations it embeds them with the online encoder (and the EMA target
-    encoder of models that have one) in eval mode and records a point:
-
-    - ``nmi_<name>`` / ``target_nmi_<name>``: NMI of the argmax prototype
-      (online / target) with each label;
-    - ``mean_anchor_entropy`` (mean ``H(p_i)``), ``mean_probs_entropy``
-      (``H(p̄)``), ``kl_mean_probs_prior`` (online);
-    - ``anchor_usage_sorted`` / ``target_usage_sorted`` and
-      ``num_used_anchor`` / ``num_used_target``: argmax usage;
-    - ``collapse_indicator`` of the online projector embeddings (1
-      isotropic, 0 collapsed) and ``prior_tau`` for power-law priors.
-
-    Points are kept in :attr:`points`, written (all of them, after each) to
-    ``<work_dir>/<out_file>`` and their numbers sent to the visualizer as
-    ``prototype_assignment/<key>``. The images stay on the device for the
-    whole run, so keep the set small (a few thousand toy images). The main
-    process computes and writes; statistics: :func:`~pmsn_mm.evaluation.
-    functional.prior_diagnostics.assignment_stats`.
+    Before training and every ``interval`` iterations it embeds a fixed
+    set of labelled, un-augmented images with the online (and EMA target)
+    encoder in eval mode and records a point: NMI of the argmax prototype
+    with each label (``nmi_<name>`` / ``target_nmi_<name>``), entropies, KL
+    to the prior, argmax usage, ``collapse_indicator`` and ``prior_tau``
+    (:func:`~pmsn_mm.evaluation.functional.prior_diagnostics.assignment_stats`).
+    Points are written to ``<work_dir>/<out_file>`` and sent to the
+    visualizer as ``prototype_assignment/<key>``. The images stay on the
+    device for the whole run, so keep the set small.
 
     Args:
         dataset: A dataset or its config; its pipeline packs ``inputs`` and

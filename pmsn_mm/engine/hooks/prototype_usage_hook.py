@@ -25,30 +25,15 @@ PREFIX = 'prototype_usage/'
 class PrototypeUsageHook(Hook):
     """Prior diagnostics of a prototype model (PMSN/MSN) during training.
 
-    After every training iteration the hook reads the statistics of that
-    step from the head (``head.step_statistics()``, a
-    :class:`~pmsn_mm.models.losses.PrototypeStepStats`): the loss's
-    p̄ -- the mean anchor prototype probability over all anchor views of
-    the global batch, the quantity the KL term matches to the prior -- and
-    the set of prototypes that are the argmax of some target. No second
-    forward pass is run. Every ``interval`` iterations it averages the
-    window's p̄ and
-
-    - adds scalars ``prototype_usage/{entropy, effective_clusters,
-      kl_forward, kl_reverse, num_used, num_used_cumulative,
-      prior_effective_clusters}`` to ``runner.visualizer`` (so TensorBoard /
-      W&B backends get them); ``kl_forward`` is ``KL(p̄ ‖ prior)``,
-      ``num_used`` counts distinct argmax prototypes in the window and
-      ``num_used_cumulative`` those since the start of this run;
-    - writes ``<work_dir>/<out_dir>/iter_<n>.png`` (log-log rank vs
-      probability of the sorted p̄, prior overlaid; also sent to the
-      visualizer with ``add_image``) and ``iter_<n>.json`` (sorted p̄, sorted
-      prior and the scalars), ``n = runner.iter + 1`` as in checkpoint names.
-
-    The step statistics are already reduced over ranks by the loss, so
-    every rank holds the same window; the main process logs it. The
-    used-prototype sets live in the hook and restart with each run (they
-    are not checkpointed).
+    After every iteration it reads the step's p̄ and argmax set from the
+    head (``head.step_statistics()``; no second forward pass, already
+    reduced over ranks). Every ``interval`` iterations it averages the
+    window's p̄, adds scalars ``prototype_usage/{entropy,
+    effective_clusters, kl_forward, kl_reverse, num_used,
+    num_used_cumulative, prior_effective_clusters}`` to the visualizer and
+    writes ``<work_dir>/<out_dir>/iter_<n>.png`` (log-log rank vs
+    probability, prior overlaid) and ``iter_<n>.json``. The cumulative set
+    restarts with each run.
 
     Args:
         interval: Log every ``interval`` training iterations, >= 1.

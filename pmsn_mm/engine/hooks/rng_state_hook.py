@@ -5,6 +5,7 @@ from mmengine.dist import all_gather_object, get_dist_info
 from mmengine.hooks import CheckpointHook, Hook
 from mmpretrain.registry import HOOKS
 
+from pmsn_mm.engine.resume import continues_checkpoint
 from pmsn_mm.engine.rng_state import (get_rng_state, rng_state_from_checkpoint,
                                       rng_state_to_checkpoint, set_rng_state)
 
@@ -235,8 +236,9 @@ class RNGStateHook(Hook):
 
     def before_train(self, runner) -> None:
         loaded, self._loaded = self._loaded, None
-        # load_from (weights only) leaves the iteration at 0: not a resume.
-        if loaded is None or runner.iter == 0 or loaded['iter'] != runner.iter:
+        # load_from (weights only) is no resume: nothing to restore
+        if loaded is None or not continues_checkpoint(runner.iter,
+                                                      loaded['iter']):
             return
         saved = loaded['states']
         rank, world_size = get_dist_info()

@@ -2,20 +2,19 @@
 
 A run with ``overwrite_work_dir=True`` (``tools/train.py CONFIG
 --overwrite``) into a work dir holding checkpoints: ``PMSNRunner.train``
-creates this hook from the plan of
-:func:`pmsn_mm.engine.work_dir.prepare_work_dir`. Nothing is moved while
-the runner builds the model,
-the datasets, the optimizer and the schedulers: ``before_train`` (which
-mmengine calls after all of that, after ``load_from`` was read, and here
-after every other hook's ``before_train``) moves the files into
+creates this hook from the plan of :func:`pmsn_mm.engine.resume.plan_run`,
+which decided the overwrite. Nothing is moved while the runner builds the
+model, the datasets, the optimizer and the schedulers: ``before_train``
+(which mmengine calls after all of that, after ``load_from`` was read, and
+here after every other hook's ``before_train``) moves the files into
 ``<work_dir>/overwritten_<timestamp>/``. The folder is deleted as soon as
 the new run has written a checkpoint; if the run raises before, or ends
 without writing one, :meth:`WorkDirOverwriteHook.restore` puts the files
 back unchanged (``PMSNRunner.train`` calls it on any exception). The
 earlier run's config dump, which mmengine rewrites while building the
-runner, is read before (``dump``) and goes with the checkpoints. After a
-``kill -9`` in between, the folder stays and the next run in that work dir
-says where it is.
+runner, is read before (``dump``, or the plan's ``earlier_config``) and
+goes with the checkpoints. After a ``kill -9`` in between, the folder stays
+and the next run in that work dir says where it is.
 """
 import os
 import os.path as osp
@@ -27,8 +26,8 @@ from mmengine.logging import print_log
 from mmpretrain.registry import HOOKS
 
 from ..atomic_file_backend import atomic_write_bytes
-from ..work_dir import (WorkDirPlan, discard_moved, existing_checkpoints,
-                        move_aside, restore_moved)
+from ..resume import (RunPlan, discard_moved, existing_checkpoints, move_aside,
+                      restore_moved)
 
 
 def _read(path: str) -> Optional[bytes]:
@@ -45,17 +44,17 @@ class WorkDirOverwriteHook(Hook):
 
     Args:
         work_dir: The run's work dir.
-        plan: What ``prepare_work_dir`` decided (``replace``: file names
-            to replace; ``config_dump``: the earlier config dump's name).
+        plan: What ``plan_run`` decided (``replace``: file names to
+            replace; ``config_dump``: the earlier config dump's name).
         dump: The earlier config dump's bytes, read before the runner
-            rewrote it (None: read the file now).
+            rewrote it (None: the plan's ``earlier_config``).
     """
 
     # after every other hook: files move only when all else has started,
     # and a checkpoint saved by CheckpointHook in this iteration is seen
     priority = 'LOWEST'
 
-    def __init__(self, work_dir: str, plan: WorkDirPlan,
+    def __init__(self, work_dir: str, plan: RunPlan,
                  dump: Optional[bytes] = None) -> None:
         self.work_dir = work_dir
         self.names = list(plan.replace)
@@ -63,8 +62,7 @@ class WorkDirOverwriteHook(Hook):
         self.dump_name = plan.config_dump if self.names else None
         self.dump: Optional[bytes] = None
         if self.dump_name is not None:
-            self.dump = dump if dump is not None else _read(
-                osp.join(work_dir, self.dump_name))
+            self.dump = dump if dump is not None else plan.earlier_config
 
     def before_train(self, runner) -> None:
         """Move the earlier run's files aside (everything is built now)."""

@@ -21,35 +21,17 @@ class CoalescedOptimWrapperConstructor(DefaultOptimWrapperConstructor):
     CUDA.
 
     With a ``paramwise_cfg`` mmengine makes one param group per parameter
-    (161 for the ViT-S PMSN, with 3 distinct settings), and the optimizer
-    and the parameter schedulers loop over all of them every step. Here
-    the groups of ``add_params`` are merged by
-    :func:`coalesce_param_groups` (a group's settings: every entry except
-    ``params``, e.g. ``lr``, ``weight_decay``, ``lars_exclude``,
-    ``decay_mult``): groups in the order in which their settings first
-    appear, parameters in model order. Every parameter keeps its lr and
-    weight decay, and mmengine's schedulers, which scale each group's own
-    initial value, give it the same values at every step. Without a
-    ``paramwise_cfg`` all parameters are one group, as in mmengine.
+    (161 for the ViT-S PMSN, with 3 distinct settings), which the optimizer
+    and schedulers loop over every step; here groups with equal settings
+    are merged (:func:`coalesce_param_groups`), and every parameter keeps
+    its values at every step. Adam/AdamW get ``fused=True`` on CUDA, else
+    ``foreach=True``, unless the config sets either
+    (:func:`adam_implementation`); a checkpoint with another number of
+    groups is refused on resume (:func:`resume_check`). Shared weights are
+    handled as mmengine does (``bypass_duplicate``).
 
-    ``torch.optim.Adam``/``AdamW`` get ``fused=True`` where every parameter
-    is a floating-point CUDA tensor when the wrapper is built (mmengine's
-    ``Runner`` builds it after moving the model), else ``foreach=True``;
-    an optimizer config that sets ``fused`` or ``foreach`` keeps its
-    choice (see :func:`adam_implementation`). On resume the optimizer
-    keeps this run's kernel and a checkpoint with another number of
-    groups is refused with a clear message (see :func:`resume_check`).
-
-    A weight shared by two modules is put into the optimizer once or
-    refused as mmengine's constructor does: with
-    ``paramwise_cfg.bypass_duplicate=True`` its repeats are skipped (by
-    mmengine's ``add_params``), without it the build fails naming the
-    parameter (see :func:`coalesce_param_groups`).
-
-    Registered under its own name only (mmengine's
-    ``DefaultOptimWrapperConstructor`` stays the default): a config opts in
-    with ``optim_wrapper=dict(constructor=
-    'CoalescedOptimWrapperConstructor', ...)``.
+    A config opts in with ``optim_wrapper=dict(constructor=
+    'CoalescedOptimWrapperConstructor', ...)``;
     ``optim_wrapper.coalesce_param_groups=False`` keeps one group per
     parameter (to resume a checkpoint saved with them).
 

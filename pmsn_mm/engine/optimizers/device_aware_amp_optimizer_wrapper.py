@@ -1,7 +1,12 @@
-"""Mixed precision: bfloat16 without a loss scaler on CUDA devices with native
-bfloat16 and on the CPU, float16 with a scaler on other accelerators."""
+"""Mixed precision, in one place: the autocast dtype is written in the
+config (``optim_wrapper=dict(type='DeviceAwareAmpOptimWrapper',
+dtype='bfloat16')``) and nothing else chooses it: the wrapper, what
+``--amp`` sets (:func:`set_amp`) and the one-line refusal of mmengine's
+``AmpOptimWrapper`` without an accelerator (:func:`check_amp_device`).
+See docs/distributed.md.
+"""
 from contextlib import contextmanager
-from typing import Iterator, Optional, Union
+from typing import Any, Iterator, Optional, Union
 
 import torch
 import torch.nn as nn
@@ -13,6 +18,16 @@ from mmengine.optim import AmpOptimWrapper, OptimWrapper
 # default scope, whose parent is the root one: registered there (as the DDP
 # wrapper of this package), the type resolves in any scope.
 from mmengine.registry import OPTIM_WRAPPERS
+
+from ...config.errors import ConfigValueError
+
+#: The autocast dtypes a config (``optim_wrapper.dtype``) or ``--amp`` may
+#: name; the first is ``--amp``'s default.
+AMP_DTYPES = ('bfloat16', 'float16')
+#: The optimizer wrappers :func:`set_amp` (``--amp``) turns into
+#: ``DeviceAwareAmpOptimWrapper``.
+AMP_CONVERTIBLE = ('OptimWrapper', 'AmpOptimWrapper',
+                   'DeviceAwareAmpOptimWrapper')
 
 
 def cuda_bf16_native() -> bool:
@@ -30,76 +45,155 @@ def amp_device_available() -> bool:
             or is_musa_available())
 
 
+def amp_dtype(dtype: Any) -> torch.dtype:
+    """The autocast dtype a config names, checked.
+
+    Args:
+        dtype: ``optim_wrapper.dtype``: one of :data:`AMP_DTYPES` or the
+            same ``torch.dtype``.
+
+    Returns:
+        ``torch.bfloat16`` or ``torch.float16``.
+
+    Raises:
+        ValueError: ``dtype`` is not one of :data:`AMP_DTYPES` (None
+            included: the precision must be written in the config).
+    """
+    for name in AMP_DTYPES:
+        if dtype == name or dtype is getattr(torch, name):
+            return getattr(torch, name)
+    raise ValueError(
+        'DeviceAwareAmpOptimWrapper: optim_wrapper.dtype must be one of '
+        f"{', '.join(repr(n) for n in AMP_DTYPES)} (the autocast dtype, "
+        f'written in the config), but is {dtype!r}.')
+
+
+def _wrapper_name(kind: Any) -> str:
+    """A wrapper ``type`` as a class name (``'mmengine.AmpOptimWrapper'``
+    and the class itself give ``'AmpOptimWrapper'``)."""
+    if isinstance(kind, type):
+        return kind.__name__
+    return str(kind).split('.')[-1]
+
+
+def set_amp(cfg: Any, dtype: str = AMP_DTYPES[0],
+            option: str = '--amp') -> None:
+    """Mixed precision asked for on the command line: sets exactly
+    ``optim_wrapper.type='DeviceAwareAmpOptimWrapper'`` and
+    ``optim_wrapper.dtype``, in place (the other keys, ``loss_scale``
+    included, stay the config's).
+
+    Args:
+        cfg: The config (``optim_wrapper`` of one of
+            :data:`AMP_CONVERTIBLE`, ``OptimWrapper`` when it names none).
+        dtype: One of :data:`AMP_DTYPES`. Defaults to ``'bfloat16'``.
+        option: The flag, for the messages. Defaults to ``'--amp'``.
+
+    Raises:
+        ValueError: ``dtype`` is not one of :data:`AMP_DTYPES`; the config
+            has no ``optim_wrapper`` or one of another type; ``'float16'``
+            without an accelerator.
+    """
+    if dtype not in AMP_DTYPES:
+        raise ValueError(f'{option} must be one of {", ".join(AMP_DTYPES)}, '
+                         f'but is {dtype!r}.')
+    wrapper = cfg.get('optim_wrapper')
+    if not wrapper:
+        raise ValueError(f'{option}: the config has no optim_wrapper to run '
+                         'in mixed precision.')
+    name = _wrapper_name(wrapper.get('type', 'OptimWrapper'))
+    if name not in AMP_CONVERTIBLE:
+        raise ValueError(
+            f'{option} sets optim_wrapper.type=\'DeviceAwareAmpOptimWrapper\''
+            f' and works with optim_wrapper.type {", ".join(AMP_CONVERTIBLE)}'
+            f', not the configured {name!r}.')
+    if dtype == 'float16' and not amp_device_available():
+        raise ValueError(
+            f'{option} float16: float16 autocast needs a GPU (its loss '
+            'scaler runs on an accelerator only) and none is available; on '
+            f'the CPU use {option} bfloat16.')
+    cfg.optim_wrapper.type = 'DeviceAwareAmpOptimWrapper'
+    cfg.optim_wrapper.dtype = dtype
+
+
+def check_amp_device(optim_wrapper: Any) -> None:
+    """Refuse mmengine's ``AmpOptimWrapper`` without an accelerator, in one
+    line (mmengine's refusal is an ``AssertionError`` with a traceback).
+
+    Args:
+        optim_wrapper: The config's ``optim_wrapper`` (a dict; anything
+            else is not checked).
+
+    Raises:
+        ConfigValueError: ``optim_wrapper.type`` is ``AmpOptimWrapper`` and
+            there is no GPU, NPU, MLU or MUSA device.
+    """
+    if not isinstance(optim_wrapper, dict) or amp_device_available():
+        return
+    if _wrapper_name(optim_wrapper.get('type', '')) != 'AmpOptimWrapper':
+        return
+    raise ConfigValueError(
+        "optim_wrapper.type='AmpOptimWrapper' (mmengine's float16 autocast, "
+        'which mmpretrain\'s --amp sets) needs a GPU, NPU, MLU or MUSA device'
+        ' and none is available; on the CPU use optim_wrapper.type='
+        "'DeviceAwareAmpOptimWrapper' with dtype='bfloat16' (pmsn_mm's "
+        'tools/train.py --amp sets it).')
+
+
 @OPTIM_WRAPPERS.register_module()
 class DeviceAwareAmpOptimWrapper(AmpOptimWrapper):
-    """mmengine's :class:`AmpOptimWrapper` that autocasts to bfloat16
-    without a loss scaler wherever bfloat16 is native, and also runs on the
-    CPU.
+    """mmengine's :class:`AmpOptimWrapper` with the autocast dtype written
+    in the config, that also runs on the CPU.
 
-    Where the autocast dtype is chosen (``dtype=None``, the default):
-
-    - **CUDA with native bfloat16** (``torch.cuda.is_bf16_supported(
-      including_emulation=False)``: Ampere and later): autocast to
-      bfloat16, no ``GradScaler``. bfloat16 has float32's exponent range,
-      so gradients do not underflow and need no scaling; a scaler would
-      only add its inf/NaN check and a host sync to every step.
-    - **CUDA without it** (e.g. V100, T4): float16 with a ``GradScaler``
-      configured by ``loss_scale``, exactly mmengine's wrapper.
-    - **NPU, MLU, MUSA**: mmengine's wrapper (its default dtype, scaler).
-    - **No accelerator**, where mmengine's wrapper refuses to build
-      (``AmpOptimizerWrapper is only available training on gpu``): the
-      forward and loss run under ``torch.autocast('cpu',
-      dtype=torch.bfloat16)``, no scaler (the configured ``dtype`` is
-      ignored there too: CPU autocast is bfloat16-only in mmengine and
-      float16 would need the scaler).
-
-    An explicit ``dtype`` is honoured on an accelerator: ``'float16'``
-    runs float16 with the scaler (as mmengine), ``'bfloat16'`` runs
-    bfloat16 without one. Wherever no scaler runs, ``loss_scale`` is
-    ignored and one logged line says so. The PMSN
-    loss computes in float32 under any autocast (``PMSN.loss`` leaves the
-    autocast region of its device for the head).
-
-    Gradient accumulation, clipping and the optimizer state behave as in
-    :class:`OptimWrapper`. A run without a scaler saves no
-    ``loss_scaler`` entry in its checkpoints (a float16 run resumed from
-    one starts a fresh scaler) and ignores the ``loss_scaler`` of a
-    float16 run's checkpoint.
+    So that one config trains in the same precision on any machine
+    (mmengine's refuses to build without an accelerator):
+    ``dtype='bfloat16'`` autocasts without a ``GradScaler`` (float32's
+    exponent range: no underflow to scale away) on a GPU and the CPU alike;
+    ``dtype='float16'`` is mmengine's wrapper with its scaler, refused on
+    the CPU. A config without ``dtype`` is refused. Without a scaler,
+    ``loss_scale`` is ignored (one logged line) and checkpoints hold no
+    ``loss_scaler`` entry.
 
     Args:
         loss_scale: ``GradScaler`` setting where float16 runs (see
             :class:`AmpOptimWrapper`). Defaults to ``'dynamic'``.
-        dtype: Autocast dtype on an accelerator (``None``: bfloat16 on a
-            CUDA device with native bfloat16, else float16; see above).
-            Defaults to None.
+        dtype: The autocast dtype, one of :data:`AMP_DTYPES` (or the same
+            ``torch.dtype``). Required; the default None is refused.
         use_fsdp: See :class:`AmpOptimWrapper`. Defaults to False.
         **kwargs: Passed to :class:`OptimWrapper` (``optimizer``,
             ``accumulative_counts``, ``clip_grad``).
     """
 
-    #: The autocast dtype (set by ``AmpOptimWrapper`` or, on the CPU, here).
-    cast_dtype: Optional[torch.dtype]
+    #: The autocast dtype (``torch.bfloat16`` or ``torch.float16``).
+    cast_dtype: torch.dtype
 
     def __init__(self,
                  loss_scale: Union[str, float, dict] = 'dynamic',
                  dtype: Optional[Union[str, torch.dtype]] = None,
                  use_fsdp: bool = False,
                  **kwargs) -> None:
+        cast = amp_dtype(dtype)
         self.on_cpu = not amp_device_available()
+        if self.on_cpu and cast == torch.float16:
+            raise ValueError(
+                "DeviceAwareAmpOptimWrapper: optim_wrapper.dtype='float16' "
+                'needs a GPU (its loss scaler runs on an accelerator only) '
+                "and none is available; on the CPU use dtype='bfloat16'.")
         if not self.on_cpu:
-            if dtype is None and is_cuda_available():
-                dtype = torch.bfloat16 if cuda_bf16_native() else \
-                    torch.float16
             super().__init__(
-                loss_scale=loss_scale, dtype=dtype, use_fsdp=use_fsdp,
+                loss_scale=loss_scale, dtype=cast, use_fsdp=use_fsdp,
                 **kwargs)
-            if self.cast_dtype == torch.bfloat16:
+            if cast == torch.bfloat16:
                 self._scale_update_param = None
                 self.loss_scaler = torch.amp.GradScaler(
                     'cuda' if is_cuda_available() else 'cpu', enabled=False)
+                emulated = ' This GPU emulates bfloat16 (slow); ' \
+                    "dtype='float16' runs float16 with loss scaling." \
+                    if is_cuda_available() and not cuda_bf16_native() else ''
                 print_log(
                     'DeviceAwareAmpOptimWrapper: bfloat16 autocast without '
-                    f'loss scaling (loss_scale={loss_scale!r} is not used).',
+                    f'loss scaling (loss_scale={loss_scale!r} is not used).'
+                    + emulated,
                     logger='current')
             return
         OptimWrapper.__init__(self, **kwargs)
@@ -107,12 +201,11 @@ class DeviceAwareAmpOptimWrapper(AmpOptimWrapper):
         # a disabled scaler: scale/unscale_/update do nothing, step() calls
         # optimizer.step(), so AmpOptimWrapper's backward/step are plain ones
         self.loss_scaler = torch.amp.GradScaler('cpu', enabled=False)
-        self.cast_dtype = torch.bfloat16
+        self.cast_dtype = cast
         print_log(
-            'DeviceAwareAmpOptimWrapper: no CUDA device, mixed precision '
-            'runs as bfloat16 autocast on the CPU without loss scaling '
-            f'(loss_scale={loss_scale!r} and dtype={dtype!r} apply on a '
-            'GPU only).',
+            'DeviceAwareAmpOptimWrapper: no GPU, bfloat16 autocast on the '
+            f'CPU without loss scaling (loss_scale={loss_scale!r} is not '
+            'used).',
             logger='current')
 
     def state_dict(self) -> dict:
@@ -141,8 +234,8 @@ class DeviceAwareAmpOptimWrapper(AmpOptimWrapper):
 
     @contextmanager
     def optim_context(self, model: nn.Module) -> Iterator[None]:
-        """Gradient-accumulation context plus autocast (bfloat16 on the
-        CPU).
+        """Gradient-accumulation context plus autocast to
+        :attr:`cast_dtype` (on the CPU too).
 
         Args:
             model: The training model.
@@ -152,5 +245,5 @@ class DeviceAwareAmpOptimWrapper(AmpOptimWrapper):
                 yield
             return
         with OptimWrapper.optim_context(self, model), torch.autocast(
-                'cpu', dtype=torch.bfloat16):
+                'cpu', dtype=self.cast_dtype):
             yield

@@ -23,20 +23,11 @@ def coalesce_param_groups(groups: List[dict],
                           ) -> List[dict]:
     """Merge the param groups whose settings are equal.
 
-    The settings of a group are all its entries except ``'params'`` (``lr``,
-    ``weight_decay``, ``lars_exclude``, ``decay_mult``, ...), a missing
-    entry taking its value from ``defaults`` (the optimizer's own
-    arguments, which the optimizer would fill in). Two groups merge when
-    their settings compare equal. The merged groups come in the order in
-    which their settings first appear, each with its parameters in the
-    order of ``groups``; so the parameter that comes first keeps its group
-    first (mmengine logs the lr of group 0).
-
-    A parameter that comes twice (a weight shared by two modules, which
-    mmengine's ``add_params`` lists once per module unless
-    ``paramwise_cfg.bypass_duplicate=True`` skips the repeats) is refused,
-    as torch refuses it in two param groups: merged into one group it
-    would be updated twice per step.
+    A group's settings are all its entries except ``'params'``, missing
+    ones taken from ``defaults``. Merged groups come in the order in which
+    their settings first appear, parameters in the order of ``groups``. A
+    parameter that comes twice (a shared weight without
+    ``bypass_duplicate``) is refused: merged, it would be updated twice.
 
     Args:
         groups: Param groups, e.g. one per parameter as mmengine's
@@ -93,13 +84,9 @@ def adam_implementation(optimizer_cls: type, optimizer_cfg: dict,
     where CUDA is available and every parameter is a floating-point CUDA
     tensor (fused AdamW's requirement), else ``{'foreach': True}``.
 
-    Decided from the parameters as they are when the optimizer is built:
-    mmengine's ``Runner`` moves the model to its device (``wrap_model``)
-    before it builds the optimizer wrapper (``train()``), so a GPU run gets
-    the fused kernel; a model built on the CPU and moved later keeps
-    foreach (correct, not fused). Other optimizers (SGD, LARS, ...), and
-    configs that set ``fused`` or ``foreach`` themselves, get ``{}``:
-    their settings are kept.
+    Decided from the parameters when the optimizer is built (mmengine's
+    ``Runner`` has moved the model by then). Other optimizers, and configs
+    that set ``fused`` or ``foreach``, get ``{}``.
 
     Args:
         optimizer_cls: The optimizer class.
@@ -126,15 +113,11 @@ def resume_check(coalesced_from: Optional[int]
                  ) -> Callable[[Optimizer, dict], dict]:
     """An optimizer ``load_state_dict`` pre-hook for coalesced groups.
 
-    With coalesced groups it refuses, with a message naming the way out, a
-    state whose number of param groups differs from the optimizer's (torch
-    would refuse it too, without saying why): a checkpoint saved before
-    the groups were coalesced holds one group per parameter, and mmengine's
-    parameter schedulers saved one base value per group with it, which
-    cannot be mapped onto fewer groups. It also keeps this run's kernel:
-    torch restores every group entry from the checkpoint, ``fused`` and
-    ``foreach`` included, so a CPU checkpoint would turn a CUDA run's fused
-    AdamW off; the loaded state gets the optimizer's own values.
+    With coalesced groups it refuses, naming the way out, a state with
+    another number of param groups (one saved with one group per parameter,
+    whose scheduler states cannot map onto fewer groups; torch would refuse
+    it without saying why). It also keeps this run's ``fused`` /
+    ``foreach``, which torch would restore from the checkpoint.
 
     Args:
         coalesced_from: How many groups the constructor made before

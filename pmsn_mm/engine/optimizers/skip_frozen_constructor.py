@@ -16,23 +16,11 @@ class SkipFrozenOptimWrapperConstructor(CoalescedOptimWrapperConstructor):
     constructor with coalesced param groups) that leaves out whole frozen
     submodules up front.
 
-    With a ``paramwise_cfg``, mmengine's ``add_params`` visits every
-    parameter and logs ``<name> is skipped since its requires_grad=False``
-    for each frozen one: 64 warnings for the EMA target of the CPU toy PMSN
-    (``target_net``, averaged by ``TargetEMAHook``, never optimized), and
-    hundreds for a ViT-B target. This constructor does not hand a
-    submodule whose parameters are all frozen to ``add_params`` and logs
-    one line per such submodule instead (its name and parameter count).
-    Every trainable parameter goes through mmengine's ``add_params`` as
-    before, in the same order, so every parameter gets the settings
-    (``lr``, ``weight_decay``, ``custom_keys``, ``bypass_duplicate``, ...)
-    of the default constructor; parameters with equal settings then share
-    a group (see :class:`CoalescedOptimWrapperConstructor`). A frozen
-    parameter of a module that also has trainable ones (e.g. a fixed
-    position embedding) is still skipped by mmengine with its warning.
-    Without a ``paramwise_cfg`` the default constructor's behaviour (every
-    parameter in one group) is kept. AdamW runs fused on CUDA, foreach
-    elsewhere.
+    With a ``paramwise_cfg``, mmengine's ``add_params`` logs one warning
+    per frozen parameter (hundreds for a ViT-B EMA target). A submodule
+    whose parameters are all frozen is not handed to ``add_params`` and gets
+    one logged line instead; every trainable parameter goes through
+    ``add_params`` as before, in the same order, with the same settings.
 
     Config::
 

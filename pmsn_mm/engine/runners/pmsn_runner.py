@@ -9,13 +9,14 @@ imports pmsn_mm) or ``mim train pmsn_mm CONFIG`` — and it adds, in order:
 
 - before anything is built (:meth:`from_cfg`): the config checks
   (:func:`pmsn_mm.config.check_config`: unknown types and keys, numbers
-  stated twice); mixed precision as pmsn_mm chooses it (``AmpOptimWrapper``,
-  what ``--amp`` of either tool sets, runs as
-  ``DeviceAwareAmpOptimWrapper``: bfloat16 without a scaler where the device
-  has it, mmengine's float16 + scaler elsewhere, and it also runs on a CPU);
-  the dataloaders fitted to the machine (workers, ``pin_memory``); a
-  distributed launch without CUDA on gloo, a DDP wrapper that takes frozen
-  models too, one line instead of mmengine's per-rank thread warnings.
+  stated twice); the dataloaders fitted to the machine (workers,
+  ``pin_memory``); a distributed launch without CUDA on gloo, a DDP
+  wrapper that takes frozen models too, one line instead of mmengine's
+  per-rank thread warnings. The precision is the config's own
+  (``optim_wrapper.type`` and ``dtype`` are built as written, see
+  :mod:`pmsn_mm.engine.optimizers.device_aware_amp_optimizer_wrapper`);
+  mmengine's ``AmpOptimWrapper`` without an accelerator is refused in one
+  line when the optimizer wrapper is built.
   What mmengine keeps as the run's config (logged, dumped into the work dir,
   saved in every checkpoint's ``meta['cfg']``) is the config as written
   with the user's ``--cfg-options``; each adaptation to the machine is
@@ -26,14 +27,15 @@ imports pmsn_mm) or ``mim train pmsn_mm CONFIG`` — and it adds, in order:
   the first iteration starts, so that a refusal (:mod:`pmsn_mm.utils.
   refusal`) before it is printed alone and leaves the work dir as it was
   (:mod:`pmsn_mm.engine.deferred_console`);
-- :meth:`train`: the work-dir guard (a run that neither resumes nor
-  overwrites, into a work dir holding checkpoints, is refused and leaves
-  the work dir as it was; ``resume=True`` without ``load_from`` resumes
-  from the work dir's last complete checkpoint, a copied work dir from its
-  own files; ``overwrite_work_dir=True`` replaces the earlier checkpoints
-  only once this run has written one), resuming a run that already
-  finished says so in one line (exit status 0), and a training loader that
-  holds no batch is refused with the numbers;
+- :meth:`train`: the work-dir guard, as :mod:`pmsn_mm.engine.resume`
+  decides it (a run that neither resumes nor overwrites, into a work dir
+  holding checkpoints, is refused and leaves the work dir as it was;
+  ``resume=True`` without ``load_from`` resumes from the work dir's last
+  complete checkpoint, a copied work dir from its own files;
+  ``overwrite_work_dir=True`` replaces the earlier checkpoints only once
+  this run has written one; resuming a run that already finished says so
+  in one line, exit status 0), and a training loader that holds no batch
+  is refused with the numbers;
 - :meth:`test`: a config without a test loop is refused naming the
   benchmarks of its encoder, and a checkpoint that does not fit the model
   (missing or mis-shaped weights) is refused naming how the architectures
@@ -62,8 +64,8 @@ from mmengine.visualization import Visualizer
 
 from ...config import check_config
 from ...datasets.non_empty import check_has_batches
-from ...utils.refusal import (DeferredConsole, NothingToDo, active_console,
-                              all_loggers, refusal_message)
+from ...utils.refusal import (DeferredConsole, active_console, all_loggers,
+                              refusal_message)
 from ...utils.upstream_notes import (MMEngineFileClientNotes,
                                      unused_checkpoint_keys_unlisted)
 from ..atomic_file_backend import atomic_write_bytes
@@ -72,34 +74,8 @@ from ..checkpoint_fit import (checkpoint_fit, config_vit_shape,
 from ..hooks.work_dir_overwrite_hook import WorkDirOverwriteHook
 from ..launcher import explain_distributed_thread_notes, setup_cpu_distributed
 from ..loaders import fit_loaders_to_machine
-from ..optimizers import amp_device_available
-from ..work_dir import finished_run, prepare_work_dir
-
-#: mmengine's AMP wrapper; pmsn_mm runs it as ``DeviceAwareAmpOptimWrapper``.
-AMP_WRAPPER = 'AmpOptimWrapper'
-
-
-def device_aware_amp(cfg: Any) -> Optional[str]:
-    """``optim_wrapper.type='AmpOptimWrapper'`` (``--amp`` of any tool) runs
-    as ``DeviceAwareAmpOptimWrapper``, in place.
-
-    Args:
-        cfg: The config.
-
-    Returns:
-        The line to log, or None if nothing changed.
-    """
-    wrapper = cfg.get('optim_wrapper') or {}
-    if str(wrapper.get('type', '')).split('.')[-1] != AMP_WRAPPER:
-        return None
-    wrapper['type'] = 'DeviceAwareAmpOptimWrapper'
-    wrapper.setdefault('loss_scale', 'dynamic')
-    where = ('bfloat16 without loss scaling where the GPU computes it '
-             'natively, else float16 with dynamic loss scaling'
-             if amp_device_available() else
-             'no CUDA device: bfloat16 autocast on the CPU')
-    return (f'optim_wrapper {AMP_WRAPPER} runs as DeviceAwareAmpOptimWrapper '
-            f'({where}).')
+from ..optimizers import check_amp_device
+from ..resume import RunPlan, plan_run
 
 
 def distributed_wrapper(cfg: Any) -> None:
@@ -262,22 +238,31 @@ def _refused(error: BaseException, console: Optional[DeferredConsole],
 class PMSNRunner(Runner):
     """mmengine's ``Runner`` with the checks and safeguards of pmsn_mm's
     runs carried by the config (``runner_type='PMSNRunner'``): see the
-    module docstring for what it adds. Every argument is mmengine's
-    ``Runner``'s; the config may also set ``overwrite_work_dir=True`` (what
-    ``tools/train.py --overwrite`` sets).
+    module docstring for what it adds. Every argument but ``run_plan`` is
+    mmengine's ``Runner``'s; the config may also set
+    ``overwrite_work_dir=True`` (what ``tools/train.py --overwrite`` sets).
+
+    Args:
+        run_plan: What :func:`~pmsn_mm.engine.resume.plan_run` decided
+            before the runner was built (a tool that must refuse before
+            expensive work, e.g. the cached linear probe), whose ``resume``
+            and ``load_from`` are passed here too. Defaults to None:
+            :meth:`train` plans.
     """
 
     # set by mmengine's Runner (its ``resume`` and ``load_from``)
     _resume: Union[bool, str]
     _load_from: Optional[str]
 
-    def __init__(self, *args: Any, cfg: Any = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, cfg: Any = None,
+                 run_plan: Optional[RunPlan] = None, **kwargs: Any) -> None:
         # mmengine keeps ``cfg``, logs it, dumps it into the work dir and
         # saves it in every checkpoint: the config as written; what was
         # fitted to this machine is in the arguments (loaders, env_cfg)
         # and in ``model_wrapper_cfg`` (read by :meth:`wrap_model`)
         written = _WRITTEN.get()
         self._machine_cfg = cfg
+        self._run_plan = run_plan
         super().__init__(*args, cfg=written if written is not None else cfg,
                          **kwargs)
 
@@ -295,6 +280,22 @@ class PMSNRunner(Runner):
         if machine is not None:
             model_wrapper_cfg = machine.get('model_wrapper_cfg')
         return super().wrap_model(model_wrapper_cfg, model)
+
+    def build_optim_wrapper(self, optim_wrapper: Any) -> Any:
+        """mmengine's ``build_optim_wrapper`` of the config's wrapper as
+        written (its ``type`` and ``dtype`` are never changed here), with
+        mmengine's ``AmpOptimWrapper`` on a machine without an accelerator
+        refused in one line (:func:`~pmsn_mm.engine.optimizers.
+        check_amp_device`) instead of mmengine's assertion.
+
+        Args:
+            optim_wrapper: The wrapper's config, or a built wrapper.
+
+        Returns:
+            The optimizer wrapper.
+        """
+        check_amp_device(optim_wrapper)
+        return super().build_optim_wrapper(optim_wrapper)
 
     @classmethod
     def from_cfg(cls, cfg: Config) -> 'PMSNRunner':
@@ -318,8 +319,7 @@ class PMSNRunner(Runner):
         before = _WorkDirBefore(cfg)
         token = _WRITTEN.set(written)
         try:
-            notes = [note for note in (device_aware_amp(cfg),
-                                       fit_loaders_to_machine(cfg)) if note]
+            fitted = fit_loaders_to_machine(cfg)
             launcher = cfg.get('launcher', 'none')
             explain_distributed_thread_notes(launcher)
             setup_cpu_distributed(cfg, launcher)
@@ -333,8 +333,8 @@ class PMSNRunner(Runner):
         runner._console = console
         runner._before = before
         runner.logger.addFilter(MMEngineFileClientNotes())
-        for note in notes:
-            runner.logger.info(note)
+        if fitted:
+            runner.logger.info(fitted)
         return runner
 
     def _run(self, run: Callable[[], Any]) -> Any:
@@ -357,33 +357,26 @@ class PMSNRunner(Runner):
 
     # ------------------------------------------------------------ training
     def _plan_work_dir(self) -> WorkDirOverwriteHook:
-        """Apply the work-dir guard (see the module docstring); the hook
-        that carries out an overwrite."""
-        view = Config(dict(work_dir=self.work_dir, resume=self._resume,
-                           load_from=self._load_from),
-                      filename=self.cfg.filename)
-        plan = prepare_work_dir(
-            view, bool(self.cfg.get('overwrite_work_dir', False)))
-        self._resume, self._load_from = view.resume, view.load_from
+        """The work-dir guard: :func:`~pmsn_mm.engine.resume.plan_run`'s
+        decision (``run_plan``, else made now), logged; the hook that
+        carries out an overwrite."""
+        plan, earlier = self._run_plan, None
+        if plan is None:
+            view = Config(dict(work_dir=self.work_dir, resume=self._resume,
+                               load_from=self._load_from,
+                               train_cfg=self.cfg.get('train_cfg')),
+                          filename=self.cfg.filename)
+            plan = plan_run(
+                view, bool(self.cfg.get('overwrite_work_dir', False)))
+            self._resume, self._load_from = view.resume, view.load_from
+            # the dump plan_run read is this run's own: mmengine rewrote it
+            before = getattr(self, '_before', None)
+            earlier = before.earlier if before is not None else None
+            if earlier is None:
+                plan.config_dump = None
         for note in plan.notes:
             self.logger.info(note)
-        earlier = getattr(self, '_before', None)
-        earlier = earlier.earlier if earlier is not None else None
-        if earlier is None:  # the dump in the work dir is this run's own
-            plan.config_dump = None
         return WorkDirOverwriteHook(self.work_dir, plan, dump=earlier)
-
-    def _check_finished(self) -> None:
-        """Refuse, in one line, to resume a run that already finished."""
-        if not self._resume or not self._load_from:
-            return
-        done = finished_run(self._load_from, self.cfg.get('train_cfg'))
-        if done is not None:
-            raise NothingToDo(
-                f'Nothing to train: {done} To train again from iteration 0 '
-                'pass --overwrite (or another --work-dir); to train longer '
-                'raise the schedule (e.g. --cfg-options '
-                'train_cfg.max_iters=N).')
 
     def train(self):
         """mmengine's ``train`` behind the work-dir guard; an earlier run's
@@ -397,7 +390,6 @@ class PMSNRunner(Runner):
 
         def run() -> Any:
             overwrite.append(self._plan_work_dir())
-            self._check_finished()
             self.register_hook(overwrite[0])
             check_has_batches(self.train_dataloader)  # before the schedulers
             try:

@@ -1,5 +1,10 @@
 """Cosine k-nearest neighbours of frozen features: the weighted kNN
 classifier of the paper's kNN numbers and the neighbour agreement of Fig. 3.
+
+The classifier is the last of the kNN benchmark's three files
+(:mod:`pmsn_mm.evaluation.metrics.frozen_features` describes the path):
+:class:`~pmsn_mm.evaluation.metrics.KNNAccuracy` calls
+:func:`weighted_knn_scores` on the gathered memory and query features.
 """
 from typing import Optional, Sequence, Tuple, Union
 

@@ -5,7 +5,7 @@ from mmpretrain.registry import METRICS
 
 from ...utils.validation import check_int, check_number, check_positive
 from ..functional.logistic_regression import DEFAULT_CS, select_and_evaluate
-from .frozen_feature_metric import FrozenFeatureMetric
+from .frozen_features import FrozenFeatureMetric
 
 
 @METRICS.register_module()
@@ -13,15 +13,12 @@ class LogisticRegressionAccuracy(FrozenFeatureMetric):
     """Top-1 accuracy of a logistic regression fit on the memory (train)
     features and scored on the query (test) features.
 
-    The low-shot protocol of MSN (its 1 % ImageNet numbers): frozen
-    features, L2-normalised, a multinomial logistic regression whose
-    regularisation ``C`` is chosen on a class-stratified split of the
-    *training* features only, refit on all of them, then scored once on the
+    L2-normalised features, ``C`` chosen on a class-stratified split of the
+    *training* features only, refit on all of them, scored once on the
     test split
-    (:func:`pmsn_mm.evaluation.functional.logistic_regression.select_and_evaluate`,
-    scikit-learn). Features, labels and roles are collected as
-    :class:`FrozenFeatureMetric` says; with a ``LowShotDataset`` as the
-    memory split it is the low-shot benchmark.
+    (:func:`pmsn_mm.evaluation.functional.logistic_regression.select_and_evaluate`).
+    With a ``LowShotDataset`` as the memory split it is the low-shot
+    benchmark.
 
     Args:
         cs: Grid of C values (> 0).

@@ -6,7 +6,7 @@ from mmpretrain.registry import METRICS
 
 from ...utils.validation import check_int, check_positive
 from ..functional.msn_logistic import DEFAULT_LAMBD, evaluate_msn_logistic
-from .frozen_feature_metric import FrozenFeatureMetric
+from .frozen_features import FrozenFeatureMetric
 
 
 @METRICS.register_module()
@@ -14,17 +14,12 @@ class MSNLogisticRegressionAccuracy(FrozenFeatureMetric):
     """Top-1 accuracy of official MSN's ``logistic_eval.py`` problem, fit on
     the memory (train) features and scored on the query (test) features.
 
-    The protocol behind the MSN paper's 1 / 2 / 5 images per class and 1 %
-    ImageNet numbers, with a fixed regularisation (no selection): rows
-    centred and L2-normalised as cyanure's ``preprocess(centering=True,
-    normalize=True)`` does, a multinomial logistic regression without
-    intercept minimising ``(1/N) sum CE + lambd / (2N) ||W||^2`` (cyanure's
-    objective with the script's ``lambd / N``), solved by scikit-learn with
-    ``C = 1 / lambd``
-    (:mod:`pmsn_mm.evaluation.functional.msn_logistic` derives it). Unlike
-    :class:`LogisticRegressionAccuracy` (pmsn_mm's own protocol: no
-    centring, an intercept, ``C`` chosen on training images) its number is
-    comparable with the official script's.
+    The protocol of the MSN paper's 1 / 2 / 5 images per class and 1 %
+    numbers, with a fixed regularisation, solved by scikit-learn with
+    ``C = 1 / lambd`` (derived in
+    :mod:`pmsn_mm.evaluation.functional.msn_logistic`). Unlike
+    :class:`LogisticRegressionAccuracy` its number is comparable with the
+    official script's.
 
     Args:
         lambd: The official ``--lambd`` (> 0; the README's command: 0.0025).

@@ -14,23 +14,15 @@ from ..utils.patch_drop import PatchDrop, check_mask_ratio
 class PooledTIMMBackbone(BaseBackbone):
     """Any timm model, returning its pooled pre-logits feature (B, C).
 
-    The backbone owns the pooling, not the neck: which token is the CLS
-    token (or whether there is one: ``class_token=False``, register tokens,
-    ``global_pool='avg'`` / ``'map'``) is the model's knowledge, so the
-    model's own ``forward_head(pre_logits=True)`` takes it (timm's
-    ``global_pool``, default ``'token'`` for a ViT: the CLS token after the
-    final norm; ``'avg'`` for a CNN: global average pooling). Necks then
-    always get (B, C), as from mmpretrain's ``VisionTransformer`` with
-    ``out_type='cls_token'``. mmpretrain's ``TIMMBackbone`` instead resets
-    the pooling (``reset_classifier(0, '')``): a ViT gives all its tokens,
-    (B, 1 + N, C), which projectors built for (B, C) refuse.
+    The model's own ``forward_head(pre_logits=True)`` pools (which token is
+    the CLS token is the model's knowledge), so necks always get (B, C).
+    Kept instead of mmpretrain's ``TIMMBackbone``, which resets the pooling:
+    a ViT gives all its tokens, (B, 1 + N, C), which projectors refuse.
 
-    For a token model (a timm ``VisionTransformer``: it has
-    ``patch_drop`` and ``num_prefix_tokens``), ``forward`` takes MSN's
-    ``mask_ratio``: a :class:`~pmsn_mm.models.utils.PatchDrop` placed after
-    the model's own ``patch_drop`` keeps the prefix tokens and
-    ``floor(N * (1 - mask_ratio))`` random patch tokens, as
-    :class:`~pmsn_mm.models.backbones.MSNViT` does. Other models
+    For a token model (a timm ``VisionTransformer``), ``forward`` takes
+    MSN's ``mask_ratio`` (a :class:`~pmsn_mm.models.utils.PatchDrop` after
+    the model's own ``patch_drop``, as
+    :class:`~pmsn_mm.models.backbones.MSNViT`); other models
     (:attr:`supports_mask_ratio` False) refuse ``mask_ratio > 0``.
 
     Args:
@@ -42,16 +34,11 @@ class PooledTIMMBackbone(BaseBackbone):
             to '' (none).
         in_channels: Image channels. Defaults to 3.
         keep_spatial_dims: Return (B, C, 1, 1) instead of (B, C), for
-            necks that average-pool a feature map (mmpretrain's
-            ``SwAVNeck``, whose ``with_avg_pool=False`` path appends no
-            feature); the pooling over 1 x 1 is the identity. Defaults to
-            False.
+            necks that average-pool a feature map (``SwAVNeck``). Defaults
+            to False.
         model_kwargs: Further arguments of ``timm.create_model``
-            (``img_size``, ``dynamic_img_size``, ``drop_path_rate``,
-            ``global_pool``, ...; timm refuses unknown ones);
-            ``features_only`` is refused (no pooled feature). A dict rather
-            than ``**kwargs``, so that pmsn_mm's config-key check still
-            names a misspelled key of this class.
+            (``features_only`` is refused). A dict rather than ``**kwargs``,
+            so that the config-key check names a misspelled key here.
         init_cfg: mmengine init config. Defaults to None (timm's init).
 
     Example:

@@ -6,9 +6,9 @@ from mmpretrain.models.utils import SelfSupDataPreprocessor
 from mmpretrain.registry import MODELS
 from torch import Tensor
 
+from ...views import check_view_groups
 from .batch_cast_preprocessor import cast_batch
-from .views import (AUGMENTS, ViewAugment, ViewDraws, check_view_groups,
-                    draw_width)
+from .views import AUGMENTS, ViewAugment, ViewDraws, draw_width
 from .views.crop import replicate_edges
 
 
@@ -17,24 +17,17 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
     """``SelfSupDataPreprocessor`` that draws the views itself, batched.
 
     Replaces the per-sample ``MultiView`` pipeline: the dataset only
-    decodes and packs one image per sample (``LoadImageForViews`` +
-    ``PackInputs`` and the ``padded_collate`` of mixed sizes for real
-    images; ``PackInputs`` alone for the in-memory toy set), and, in
-    training, this pre-processor produces every view of the batch on the
-    model's device: per view group, the augmentations of :attr:`augments`
-    (``views.AUGMENTS``) in their order (random resized crop in each
-    image's own coordinates, so the padding of a mixed-size batch never
-    enters a crop, and flip; colour jitter in a random order per image;
-    grayscale; Gaussian blur; solarize), then normalisation. Each image
-    gets its own random parameters, with the distributions of the
-    per-sample transforms. The
-    views are drawn in float32 whatever the autocast state (mmengine's
-    ``train_step`` runs the pre-processor inside ``--amp``'s autocast). In
-    evaluation (``training=False``) it only normalises, like its parent.
+    decodes and packs one image per sample (``LoadImageForViews``,
+    ``PackInputs``, ``padded_collate``), and in training this pre-processor
+    draws every view on the model's device: per view group, the
+    augmentations of :attr:`augments` in order (the crop in each image's
+    own coordinates, so padding never enters a crop), each image with its
+    own parameters from the per-sample transforms' distributions, in
+    float32 whatever the autocast state, then normalisation. In evaluation
+    it only normalises, like its parent.
 
-    Output in training: a list of tensors, one per view, group after group
-    in the order of ``views`` (for PMSN: target, random views, focal
-    views), each of shape (B, C, size, size).
+    Output in training: one tensor (B, C, size, size) per view, group after
+    group in the order of ``views`` (for PMSN: target, random, focal).
 
     Config (MSN's views)::
 
@@ -46,12 +39,10 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
 
     Args:
         views: View groups, each a dict of the settings of
-            :data:`~pmsn_mm.models.data_preprocessors.views.VIEW_DEFAULTS`
-            (``num_views``; the crop's ``size``, ``scale``, ``ratio``,
-            ``flip_prob``; the jitter's ``jitter_prob``, ``brightness``,
-            ``contrast``, ``saturation``, ``hue``; ``grayscale_prob``;
-            ``blur_prob``, ``blur_sigma``; ``solarize_prob``,
-            ``solarize_threshold``), each checked by its augmentation.
+            :data:`~pmsn_mm.views.VIEW_DEFAULTS`: ``num_views`` and the
+            settings of each augmentation of :attr:`augments`, declared
+            with their defaults and checks in its unit in
+            ``pmsn_mm/views/`` (e.g. the crop's ``size``, ``scale``).
         seed: Optional seed of a private generator (None: torch's global
             RNG, which mmengine seeds from ``randomness.seed``).
         **kwargs: ``SelfSupDataPreprocessor`` arguments (``mean``, ``std``,
@@ -126,12 +117,9 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
                     img_shapes: Optional[Tensor] = None) -> Dict[str, Any]:
         """Each image's ``(h, w)`` in a padded batch.
 
-        From ``img_shapes`` where the batch has it (``padded_collate`` puts
-        the sizes of a padded batch there: one tensor that moves with the
-        batch), else from the ``img_shape`` of the data samples
-        (``PackInputs`` keeps it; checked on the host, from the metadata
-        only, and uploaded from a Python list: one blocking copy), else the
-        batch's size (made on the device: no copy).
+        From ``img_shapes`` (``padded_collate``'s, moved with the batch),
+        else the data samples' ``img_shape`` (one upload), else the batch's
+        size.
 
         Args:
             inputs: The batch tensor of shape (B, C, H, W).

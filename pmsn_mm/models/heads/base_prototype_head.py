@@ -71,17 +71,11 @@ class BasePrototypeHead(BaseModule):
     """Learnable prototypes ``(K, D)``, the cluster prior over them and the
     loss that uses both (PMSN: ``PMSNHead``; PSwAV: ``PSwAVHead``).
 
-    The head owns all state: the prototypes (initialised uniformly in
-    ``±sqrt(1 / D)`` from the global torch RNG in ``__init__``, as official
-    MSN, and as ``nn.Linear``'s default in SwAV) and the prior (built here
-    with the head's K). The loss is a function of tensors: the head asks
-    the prior for its probabilities and its Sinkhorn marginal
-    (:meth:`~pmsn_mm.models.priors.BasePrior.sinkhorn_marginal`) and passes
-    them in; the loss returns its losses and a
-    :class:`~pmsn_mm.models.losses.PrototypeStepStats` (and, when asked,
-    the step's global cluster usage, from which :meth:`finish_step` updates
-    a learned prior, ``learns_from_usage``). Hooks read the last training
-    step's statistics through :meth:`step_statistics`.
+    The head owns all state: the prototypes (uniform in ``±sqrt(1 / D)``,
+    as official MSN) and the prior (built with the head's K). The loss is a
+    function of tensors the head passes in; :meth:`finish_step` updates a
+    learned prior from the step's usage, and hooks read the last step's
+    statistics through :meth:`step_statistics`.
 
     Prototypes should get no weight decay, as in MSN::
 

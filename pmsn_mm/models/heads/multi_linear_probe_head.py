@@ -54,19 +54,12 @@ class MultiLinearProbeHead(BaseModule):
 
     "We attach 2 linear heads per chosen representation, one composed of a
     single linear layer, and one with an added batch normalization before the
-    linear layer." Both see the same frozen features and are trained together
-    in one run: the loss dict holds one ``loss_<name>`` per probe (mmengine
-    sums them); the probes share no parameter, so each gets exactly the
-    gradient of its own loss.
-
-    :meth:`predict` writes each probe's softmax scores to
-    ``pred_score_<name>`` of the data samples (read by
-    :class:`MultiHeadAccuracy`), and the first probe's to ``pred_score`` /
-    ``pred_label`` (so mmpretrain's ``Accuracy`` also works).
-
-    Input: a tuple whose last element has shape (B, in_channels), e.g. from
-    a ViT (``out_type='cls_token'``), :class:`ConcatCLSNeck` or
-    :class:`AdaptivePoolNeck`.
+    linear layer." Both are trained together on the same frozen features,
+    one ``loss_<name>`` each (they share no parameter, so each gets exactly
+    its own gradient). :meth:`predict` writes ``pred_score_<name>`` per
+    probe (:class:`MultiHeadAccuracy`) and the first probe's
+    ``pred_score`` / ``pred_label``. Input: a tuple whose last element has
+    shape (B, in_channels).
 
     Args:
         num_classes: Number of classes, >= 1.
@@ -76,19 +69,15 @@ class MultiLinearProbeHead(BaseModule):
         bn_channels: Channels of the BatchNorm in ``bn_linear`` (must divide
             ``in_channels``). Defaults to ``in_channels`` (one statistic per
             feature); VISSL's 8192-d ResNet representation uses 2048.
-        bn_affine: Learnable BN scale/shift. Defaults to False (MAE's probe);
-            VISSL's ``eval_mlp`` BN is affine (the benchmark configs set
-            True): the same functions, since a Linear layer follows, but a
-            different parametrisation under SGD and weight decay.
+        bn_affine: Learnable BN scale/shift. Defaults to False (MAE's probe;
+            VISSL's is affine, as the benchmark configs set).
         bn_eps: BN epsilon (VISSL: 1e-5).
         bn_momentum: BN momentum (VISSL: 0.1).
         loss: Loss config or module, called as ``loss(logits, target,
             avg_factor=B)``. Defaults to ``CrossEntropyLoss``.
         init_cfg: mmengine init config. Defaults to Linear weights normal
-            (std 0.01), biases 0 (MAE's probe). ``[]`` keeps PyTorch's
-            default Linear init, VISSL's (``vissl/models/heads/mlp.py``: "we
-            use the default normal or uniform initialization"), as the
-            benchmark configs do.
+            (std 0.01), biases 0 (MAE's probe); ``[]`` keeps PyTorch's
+            default init (VISSL's, as the benchmark configs do).
     """
 
     def __init__(self,

@@ -52,19 +52,11 @@ class PMSNHead(BasePrototypeHead):
     """Learnable prototypes, their probabilities and the cluster prior of
     PMSN (paper eq. (9)); the loss term is ``PMSNLoss``.
 
-    The head is the one public API of the prototype probabilities:
-    :meth:`log_probabilities` / :meth:`probabilities` (``p_i`` of eq. (6),
-    with this head's temperature and label smoothing); the prior is
-    ``head.prior`` (its probabilities ``head.prior.probs``). :meth:`loss`
-    computes the anchor log-probabilities (with gradient) and the target
-    probabilities (without), then calls the loss with them and the prior's
-    probabilities and Sinkhorn marginal, as mmpretrain heads compute logits
-    and call their loss, and updates a learned prior from the usage the
-    loss returns. :meth:`step_statistics` gives the last training step's
-    global (all-rank) p̄ (``mean_probs``, shape (K,)) and argmax set
-    (``prototypes_used``), which ``PrototypeUsageHook`` reads.
-
-    See :class:`BasePrototypeHead` for the prototypes and the prior.
+    The one public API of the prototype probabilities:
+    :meth:`log_probabilities` / :meth:`probabilities` (``p_i`` of eq. (6));
+    the prior is ``head.prior``. :meth:`loss` computes the anchor
+    log-probabilities (with gradient) and target probabilities (without)
+    and calls the loss with them and the prior, as mmpretrain heads do.
 
     Args:
         num_prototypes: Number of prototypes K, >= 1, or None (K

@@ -37,31 +37,17 @@ class PMSNLoss(nn.Module):
 
     ``loss = mean_i H(p_i^+, p_i) + prior_weight * KL(p_mean || prior)
     [+ entropy_weight * mean_i H(p_i)]``, where ``p_i`` are the anchor
-    prototype probabilities (from ``PMSNHead``), ``p_i^+ =
-    sharpen(p(target_i), sharpen_temperature)`` (no gradient, optionally
-    Sinkhorn-balanced over the global batch towards the prior's cluster
-    sizes) and ``p_mean`` is the mean of all anchor probabilities over all
-    views and all ranks (see
-    :func:`~pmsn_mm.models.utils.all_reduce_mean_with_grad` for why its
-    gradient is exact under DDP; ranks are assumed to hold equal batches).
+    prototype probabilities, ``p_i^+ = sharpen(p(target_i),
+    sharpen_temperature)`` (no gradient, optionally Sinkhorn-balanced
+    towards the prior) and ``p_mean`` the mean anchor probability over all
+    views and ranks (exact gradient under DDP:
+    :func:`~pmsn_mm.models.utils.all_reduce_mean_with_grad`).
 
-    The loss is a function of tensors: it never changes the prior. The
-    head passes the prior's probabilities and its Sinkhorn marginal
-    (``BasePrior.sinkhorn_marginal``). For a
-    prior learned from the data (``AdaptivePowerLawPrior``) the head asks
-    for the step's global cluster usage (``return_usage=True``) and updates
-    the prior with it after the step (``prior_usage``): by default the
-    target usage, the mean of the
-    sharpened targets over all ranks, taken *before* Sinkhorn (after it the
-    usage would equal the prior's own marginals). Sharpening concentrates
-    each target on its nearest prototypes, so this usage is steeper than
-    ``p_mean`` unless the targets are confident, and a prior fitted to it
-    and matched by ``p_mean`` steepens the next usage again: it can drift
-    towards the prior's upper bound (warm-up and bounds of
-    ``AdaptivePowerLawPrior`` limit this). ``prior_usage='anchors'`` uses
-    ``p_mean`` itself, the quantity the KL term matches to the prior: no
-    such bias, but the estimate then moves only as far as the
-    cross-entropy pulls ``p_mean`` away from the current prior.
+    The loss never changes the prior. For a learned prior the head asks for
+    the step's global usage (``return_usage``): the sharpened targets
+    before Sinkhorn (steeper than ``p_mean``, so the fit can drift upwards)
+    or ``p_mean`` itself (no such bias, but it moves only as far as the
+    cross-entropy pulls it from the prior); see docs/choosing_a_prior.md.
 
     Args:
         sharpen_temperature: Target sharpening temperature T, > 0
@@ -83,15 +69,11 @@ class PMSNLoss(nn.Module):
             sharpened target, before Sinkhorn) or ``'anchors'`` (``p_mean``).
             Ignored by fixed priors. Defaults to ``'targets'``.
 
-    Returns ``(losses, stats)``. ``losses`` (all tensors): ``loss_ce``,
-    ``loss_prior`` (= ``prior_weight * prior_kl``), ``loss_entropy`` (only
-    if ``entropy_weight > 0``) -- summed by mmengine -- and the detached,
-    global-batch scalars ``prior_kl``, ``mean_probs_entropy`` (entropy of
-    p_mean), ``num_prototypes_used`` (distinct argmax of the targets) and
-    ``max_target_prob`` (mean over targets of their max probability),
-    which mmengine logs. ``stats``: a
-    :class:`~pmsn_mm.models.losses.PrototypeStepStats` of the vectors (K,)
-    ``mean_probs`` (p_mean), ``prototypes_used`` (bool) and, with
+    Returns ``(losses, stats)``: ``loss_ce``, ``loss_prior``,
+    ``loss_entropy`` (if ``entropy_weight > 0``) and the logged detached
+    scalars ``prior_kl``, ``mean_probs_entropy``, ``num_prototypes_used``,
+    ``max_target_prob``; a :class:`~pmsn_mm.models.losses.PrototypeStepStats`
+    of (K,) ``mean_probs``, ``prototypes_used`` and, with
     ``return_usage``, ``usage``.
     """
 

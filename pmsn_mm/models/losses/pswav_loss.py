@@ -28,36 +28,25 @@ from .step_stats import PrototypeStepStats
 class PSwAVLoss(nn.Module):
     """SwAV's swapped-prediction loss with prior-matched Sinkhorn codes.
 
-    A function of tensors: the prototypes and the prior belong to
+    The prototypes and the prior belong to
     :class:`~pmsn_mm.models.heads.PSwAVHead`, which passes them in. For
-    each assignment crop ``c`` (``crops_for_assign``), with scores ``s = x
-    @ W.T`` (W the head's prototypes, L2-normalised by the head before
-    every step, as in SwAV) and the optional queue of SwAVHook prepended,
-    the codes are ``q = Sinkhorn(exp(s_c / epsilon); col_marginal=prior)``
-    over the global batch, and the loss is SwAV's::
+    each assignment crop ``c``, with scores ``s = x @ W.T`` (and SwAVHook's
+    optional queue prepended), the codes are ``q = Sinkhorn(exp(s_c /
+    epsilon); col_marginal=prior)`` over the global batch, and the loss is
+    SwAV's::
 
         (1 / |A|) sum_{c in A} (1 / (V - 1)) sum_{v != c}
             -mean_n sum_k q_nk log softmax(s_v / temperature)_nk
 
-    With a uniform prior the codes are SwAV's (``col_marginal=None``), up
-    to float round-off: the scores are shifted by their global maximum
-    before ``exp`` (Sinkhorn ignores a global scale; the shift prevents
-    overflow for small ``epsilon``), and prototype sums are all-reduced in
-    every Sinkhorn iteration (as in the official SwAV).
+    With a uniform prior the codes are SwAV's up to round-off (scores are
+    shifted by their global maximum before ``exp`` against overflow). The
+    only state is the ``queue`` slot that ``SwAVHook`` writes.
 
-    The only state is mmpretrain's queue slot: ``SwAVHook`` stores its queue
-    of embeddings at ``head.loss_module.queue`` (and resets
-    ``use_queue``), so that slot stays here, where the hook writes it.
-
-    Returns ``(losses, stats)``: ``losses`` holds ``loss_swav`` and the
-    detached global scalars ``num_prototypes_used`` (distinct argmax of the
-    batch codes) and ``codes_prior_kl`` (KL(mean batch code || prior): how
-    closely the ``sinkhorn_iterations`` met the prior); ``stats`` (a
-    :class:`~pmsn_mm.models.losses.PrototypeStepStats`) the argmax set of
-    the codes and, with ``return_usage``, ``usage`` (K,): the mean of
-    ``softmax(s_c / epsilon)`` -- the codes before balancing -- over the
-    assignment crops of the global batch (queue excluded), for a learned
-    prior.
+    Returns ``(losses, stats)``: ``loss_swav`` and the detached scalars
+    ``num_prototypes_used`` and ``codes_prior_kl`` (KL(mean code || prior));
+    a :class:`~pmsn_mm.models.losses.PrototypeStepStats` of the codes'
+    argmax set and, with ``return_usage``, ``usage`` (K,): the mean of
+    ``softmax(s_c / epsilon)`` (codes before balancing, queue excluded).
 
     Args:
         sinkhorn_iterations: Sinkhorn iterations, >= 1. Defaults to 3.

@@ -71,22 +71,15 @@ class ConcatCLSNeck(BaseModule):
     Use it after an mmpretrain ``VisionTransformer`` with
     ``out_type='cls_token'`` and ``out_indices=[-n, ..., -1]``.
 
-    VISSL (and DINO's ``get_intermediate_layers``) apply the encoder's final
-    LayerNorm to *every* one of the n tokens, whereas mmpretrain's ViT applies
-    its final norm (``ln1``) only after the last block. To reproduce VISSL, set
-    ``final_norm=True`` here, ``final_norm=False`` in the backbone, and load
-    the encoder's final norm into this neck: its parameters are named
-    ``weight`` and ``bias`` so that
+    VISSL (and DINO) apply the encoder's final LayerNorm to *every* one of
+    the n tokens, mmpretrain's ViT only after the last block. To reproduce
+    VISSL, set ``final_norm=True`` here and ``final_norm=False`` in the
+    backbone: the frozen ``weight`` / ``bias`` load from
     ``init_cfg=dict(type='Pretrained', checkpoint=CKPT,
-    prefix='backbone.ln1.')`` loads exactly them (no other key). They are
-    frozen (part of the encoder). With ``final_norm=False`` the neck is a
-    plain concatenation.
+    prefix='backbone.ln1.')``.
 
-    Input: the backbone output tuple, n or more Tensors of shape (B, D); the
-    last n are used.
-
-    Output: a tuple with one Tensor of shape (B, n * D), tokens ordered from
-    block L-n+1 to block L.
+    Input: n or more Tensors of shape (B, D) (the last n are used). Output:
+    a tuple with one Tensor of shape (B, n * D), block L-n+1 first.
 
     Args:
         num_layers: n, the number of last blocks (VISSL/DINO: 4), >= 1.

@@ -54,59 +54,26 @@ class AdaptivePowerLawPrior(BasePrior):
     arXiv:2210.07277, eq. (9), with the exponent
     it leaves to the user estimated during training.
 
-    **Estimate.** After every training step the head passes the step's
-    global cluster usage ``u`` (mean target probability of each prototype
-    over all ranks, see :meth:`update_usage`). The prior keeps an EMA of
-    the cluster sizes, sorts them (largest first) and fits ``tau_fit`` by
-    least squares in log-log (:func:`fit_power_law_exponent`; the
-    zero-initialised EMA only changes the scale, not the slope). Two
-    orders of averaging:
+    After every training step the head passes the step's global cluster
+    usage (:meth:`update_usage`); the prior keeps an EMA of it (per
+    prototype, or of each step's sorted sizes with ``sort_before_ema``,
+    biased upwards for small batches: docs/choosing_a_prior.md), sorts it
+    and fits ``tau_fit`` by least squares in log-log
+    (:func:`fit_power_law_exponent`). The exponent used is ``tau_fit``
+    clamped to ``[tau_min, tau_max]`` (both logged as ``prior_tau`` /
+    ``prior_tau_fit``; a warning when the fit crosses a bound); before the
+    first fit it is ``tau_init``. As :class:`PowerLawPrior`, the prior is
+    applied by prototype *index* (index 0 largest); only ``tau`` adapts.
 
-    - ``sort_before_ema=False`` (default): ``ema = momentum * ema +
-      (1 - momentum) * u`` per prototype, sorted at fit time. Unbiased when
-      prototypes keep their clusters from step to step (they are persistent
-      parameters); prototypes swapping clusters would blur it towards
-      uniform.
-    - ``sort_before_ema=True``: EMA of each step's *sorted* sizes, ``ema =
-      momentum * ema + (1 - momentum) * sort(u)``. Indifferent to which
-      prototype holds which cluster, but sorting noisy per-step sizes
-      spreads them, which biases tau upwards when the global batch is small
-      relative to K (a simulation: docs/choosing_a_prior.md).
+    Two cautions. The first ``warmup_updates`` updates are only counted: an
+    untrained encoder's usage fits a steep law of its own (about 1.2 on the
+    toy set). And the estimate is a fixed point of data and prior, not an
+    independent measurement: the KL term pulls the usage towards the prior
+    (the losses measure usage before Sinkhorn, which would only read back
+    its own marginals).
 
-    **Warm-up.** The first ``warmup_updates`` updates are only counted:
-    ``tau`` stays at ``tau_init`` and the EMA starts afterwards. At
-    initialisation the usage reflects the random encoder, not the data (on
-    the toy set the sharpened target usage of an untrained encoder fits tau
-    of about 1.2), and a prior fitted to it feeds back into training.
-
-    **Bounded.** The exponent used is ``tau = min(max(tau_fit, tau_min),
-    tau_max)``; both are returned by the head (``prior_tau``,
-    ``prior_tau_fit``) and so logged every logger interval, and a warning is
-    logged whenever the fit crosses into or back out of the bounds. Before
-    the first fit (and while fewer than 2 ranks have positive usage),
-    ``tau`` keeps its previous value, initially ``tau_init``.
-
-    **Prototype identity.** The KL term and Sinkhorn marginals are
-    permutation-sensitive, so the prior is applied by prototype *index*
-    exactly as :class:`PowerLawPrior`: prototype 1 (index 0) gets the
-    largest probability. Only ``tau`` adapts; which prototype carries which
-    rank is left to the model (prototypes are interchangeable, so the
-    network can put its largest cluster on prototype 1). The usage is
-    sorted only to measure the *shape* of the cluster-size distribution.
-
-    **Feedback.** The usage the prior learns from is itself pulled towards
-    the prior by the KL term (and, for the losses' Sinkhorn, the losses
-    measure usage *before* balancing, otherwise the estimate would only read
-    back its own marginals). The estimate is therefore a fixed point of
-    data and prior, not an independent measurement of the data's cluster
-    sizes.
-
-    **State.** ``tau``, ``tau_fit``, ``usage_ema`` (prototype order, or rank
-    order with ``sort_before_ema``) and ``num_updates`` are registered
-    buffers: they are saved in checkpoints and restored on
-    resume, so a resumed run continues the same estimate; ``probs`` is
-    recomputed from ``tau`` whenever ``tau`` changes or is loaded. Every rank
-    receives the same global usage, so the buffers agree across ranks.
+    ``tau``, ``tau_fit``, ``usage_ema`` and ``num_updates`` are buffers,
+    saved and restored on resume; ``probs`` is recomputed from ``tau``.
 
     Args:
         num_prototypes: K (>= 2), given by the head.
@@ -174,9 +141,8 @@ class AdaptivePowerLawPrior(BasePrior):
         """``probs`` = the power law of the current ``tau`` (float64 math on
         the buffers' device, no host synchronisation).
 
-        The buffer is replaced, not written in place: the step's loss may
-        have saved the previous ``probs`` for its backward (e.g. PMSN's
-        reverse KL), and the head updates the prior before that backward.
+        Replaced, not written in place: the step's loss may have saved the
+        previous ``probs`` for its backward, which runs after this update.
         """
         ranks = torch.arange(
             1,

@@ -22,30 +22,17 @@ class Data2VecVision(EMATargetMixin, BaseSelfSupervisor):
     data2vec vision code (facebookresearch/data2vec_vision,
     ``beit/engine_for_cyclical.py``, ``beit/modeling_cyclical.py``).
 
-    One training step:
-
-    - the **teacher**, an EMA copy of the student backbone, encodes the
-      unmasked image without gradient, in eval mode (no drop path, as the
-      official timm ``ModelEmaV2`` copy); the outputs of the blocks in
-      ``target_layers`` (patch tokens) are normalised, averaged and
-      normalised again (:func:`average_layer_targets`);
-    - the **student** backbone encodes the image with masked patch
-      embeddings replaced by its mask token; its final (normed) tokens at
-      the masked positions go through the regression neck (a Linear, the
-      official ``lm_head``);
-    - loss: smooth-L1 (``beta``) or MSE between predictions and targets at
-      the masked positions only, averaged over positions and features.
-
-    The mask comes from the pipeline (``data_sample.mask``, shape
-    (h, w) over the patch grid): mmpretrain's ``BEiTMaskGenerator`` (block
-    masking, the official one) or ``SimMIMMaskGenerator`` with
-    ``mask_patch_size == model_patch_size`` (random patch masking). The
-    teacher is a :class:`~pmsn_mm.models.utils.LinearMomentumEMA` (constant
-    momentum unless ``target_momentum_end`` is set), a copy of the student
-    once initialised and averaged in after every optimizer step
-    (:class:`~pmsn_mm.models.utils.EMATargetMixin`, ``TargetEMAHook``), as
-    data2vec's EMA is. Paper §4 uses data2vec
-    as an instance-based method without a volume-maximisation prior.
+    The **teacher** (an EMA copy of the student backbone, in eval mode, no
+    gradient) encodes the unmasked image; the outputs of the blocks in
+    ``target_layers`` are normalised, averaged and normalised again
+    (:func:`average_layer_targets`). The **student** encodes the image with
+    masked patches replaced by its mask token, and its final tokens at the
+    masked positions go through the regression neck (the official
+    ``lm_head``). Loss: smooth-L1 or MSE at the masked positions only. The
+    mask (``data_sample.mask``, (h, w) over the patch grid) comes from the
+    pipeline (``BEiTMaskGenerator``, the official block masking). Paper §4
+    uses data2vec as an instance-based method without a
+    volume-maximisation prior.
 
     Args:
         backbone: Backbone config; needs ``forward_layers(x, mask)``, e.g.

@@ -23,34 +23,16 @@ class PMSN(PrototypeEmbedMixin, EMATargetMixin, BaseSelfSupervisor):
     """Prior Matching for Siamese Networks (Assran et al., ICLR 2023,
     arXiv:2210.07277, eq. (9)).
 
-    One training step (:meth:`train_step`, then :meth:`loss`), following the
-    official MSN step:
-
-    - the **target** is the first view, encoded by an EMA copy of
-      backbone + neck, unmasked and without gradient;
-    - the **anchors** are the next ``num_random_views`` views, encoded by the
-      online backbone + neck with random patch-drop (``mask_ratio``), followed
-      by the remaining (focal) views, encoded unmasked; views of one kind are
-      batched into one forward;
-    - the head compares anchors and targets with the prototypes and adds the
-      prior term ``lambda * KL(p̄ ‖ prior)`` (see :class:`PMSNLoss`).
-
-    MSN is PMSN with ``UniformPrior`` (a config, not a second class).
-
-    Embeddings of every stage (backbone CLS, projector, prototype
-    probabilities), online or target: :meth:`extract_feat` /
-    :meth:`embed` (:class:`~pmsn_mm.models.selfsup.PrototypeEmbedMixin`).
-
-    Views come from mmpretrain's ``MultiView`` transform, ordered
-    ``[target, random_1..R, focal_1..F]`` (e.g.
-    ``num_views=[1, R, F]``), or from ``BatchAugmentPreprocessor`` in the
-    same order. The target encoder is a
-    :class:`~pmsn_mm.models.utils.LinearMomentumEMA`, handled as official
-    MSN does (:class:`~pmsn_mm.models.utils.EMATargetMixin`): a copy of the
-    online encoder once it is initialised, averaged in after every
-    optimizer step (``TargetEMAHook``) with that step's momentum, which
+    As the official MSN step: the **target** is the first view, encoded by
+    an EMA copy of backbone + neck without gradient; the **anchors** are the
+    next ``num_random_views`` views, encoded by the online encoder with
+    random patch-drop (``mask_ratio``), then the remaining (focal) views,
+    unmasked; the head compares them through the prototypes and adds
+    ``lambda * KL(p̄ ‖ prior)`` (:class:`PMSNLoss`). Views are ordered
+    ``[target, random_1..R, focal_1..F]``. MSN is PMSN with
+    ``UniformPrior`` (a config, not a second class). The target's momentum
     moves linearly from ``target_momentum`` to ``target_momentum_end`` over
-    1.25x the run and is logged as ``target_momentum``.
+    1.25x the run (logged as ``target_momentum``).
 
     Args:
         backbone: Backbone config. Patch-drop needs a backbone whose

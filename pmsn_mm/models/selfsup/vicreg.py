@@ -12,26 +12,20 @@ class VICReg(BaseSelfSupervisor):
     """VICReg (Bardes et al., ICLR 2022), as in the official
     ``VICReg.forward`` (facebookresearch/vicreg, ``main_vicreg.py``).
 
-    Both views go through the same backbone and expander, in two separate
-    forwards (so BatchNorm sees one view at a time, as officially), and
-    :class:`VICRegLoss` compares the two embeddings. Paper §4 uses it as a
-    joint-embedding method with a hidden uniform cluster prior.
-
-    Views come from mmpretrain's ``MultiView`` transform with two pipelines
-    (``num_views=[1, 1]``; the official pipelines differ in blur and
-    solarisation).
-
-    The official expander (``Projector``, ``--mlp 8192-8192-8192``: Linear +
-    BatchNorm1d + ReLU twice, then a Linear without bias, PyTorch init) is
-    mmpretrain's ``NonLinearNeck``::
+    Both views go through the same backbone and expander in two separate
+    forwards (BatchNorm sees one view at a time, as officially), and
+    :class:`VICRegLoss` compares the embeddings. Paper §4 uses it as a
+    joint-embedding method with a hidden uniform cluster prior. The
+    official expander (``--mlp 8192-8192-8192``) is mmpretrain's
+    ``NonLinearNeck``::
 
         neck=dict(type='NonLinearNeck', in_channels=2048, hid_channels=8192,
                   out_channels=8192, num_layers=3, with_bias=True,
                   with_last_bn=False, with_last_bias=False,
                   with_avg_pool=True, norm_cfg=dict(type='BN1d'))
 
-    Checkpoints of the former ``VICRegExpander`` (``neck.mlp.*``) load into
-    it with their keys renamed (``neck.*``: same layer names, same outputs).
+    Checkpoints of the former ``VICRegExpander`` load with ``neck.mlp.*``
+    renamed to ``neck.*``.
 
     Args:
         backbone: Backbone config, e.g. ResNet-50.

@@ -27,23 +27,13 @@ class LinearMomentumEMA(ExponentialMovingAverage):
 
         m_t = m_0 + (m_{end} - m_0) \min(1, t / (s \cdot T))
 
-    where ``t`` is the number of updates so far (:attr:`num_updates`, a
-    host counter mirrored in the ``steps`` buffer: it is saved in
-    checkpoints and re-read once after a load, so a resumed run continues
-    the schedule; no update reads the device), ``T`` the
-    number of training iterations and ``s`` the stretch of the schedule.
-    MSN (official ``msn_train.py``): the target starts as a copy of the
-    online model (:meth:`sync_from`, at the start of training) and after
-    optimizer step ``t`` (0-based) it is averaged with ``m_t``, target
-    momentum 0.996 -> 1.0 over ``s = 1.25`` times the run, i.e. ``m``
-    0.004 -> 0, never reaching 0. Unlike mmengine's EMA, the first update
-    averages too (mmengine's copies the online model: the copy is
-    :meth:`sync_from`'s job here).
-
-    As mmpretrain's ``CosineEMA``, the schedule reads ``T`` from the
-    message hub (``max_iters``, recorded by mmengine's ``Runner``) unless
-    ``max_iters`` is given; a constant momentum (``end_momentum ==
-    momentum``) needs neither.
+    where ``t`` is the number of updates so far (:attr:`num_updates`, saved
+    in the ``steps`` buffer), ``T`` the number of training iterations (from
+    the message hub unless ``max_iters`` is given) and ``s`` the stretch of
+    the schedule. Official MSN (``msn_train.py``): the target starts as a
+    copy of the online model (:meth:`sync_from`) and its momentum goes
+    0.996 -> 1.0 over ``s = 1.25`` times the run. Unlike mmengine's EMA the
+    first update averages too (the copy is :meth:`sync_from`'s job).
 
     Args:
         model: The online model to average.
@@ -127,10 +117,8 @@ class LinearMomentumEMA(ExponentialMovingAverage):
     def num_updates(self) -> int:
         """Number of updates so far, ``t``, counted on the host.
 
-        Mirrors the ``steps`` buffer (which checkpoints save) without
-        reading it every update: a device read is a host sync on a GPU.
-        After a state dict load (resume) the buffer is read once, here, on
-        first use.
+        Mirrors the ``steps`` buffer without reading it every update (a
+        host sync on a GPU); read once after a state dict load.
         """
         if self._num_updates is None:
             self._num_updates = int(self.steps)  # once after a load
@@ -139,9 +127,6 @@ class LinearMomentumEMA(ExponentialMovingAverage):
     def _load_from_state_dict(self, state_dict: dict, prefix: str, *args,
                               **kwargs) -> None:
         """Load as ``nn.Module`` does, then re-read ``steps`` on next use.
-
-        Called for ``load_state_dict`` and for mmengine's checkpoint
-        loading (resume) alike.
 
         Args:
             state_dict: The state dict being loaded.
@@ -157,18 +142,11 @@ class LinearMomentumEMA(ExponentialMovingAverage):
         """Average ``model`` in with the scheduled momentum of this update,
         ``m_t`` for ``t = steps``, then count it.
 
-        mmengine's ``update_parameters`` with two changes: update 0
-        averages like every other (the initial copy is :meth:`sync_from`),
-        and all tensors are updated together. ``m_t`` comes from the host
-        counter :attr:`num_updates` (no device read), the floating-point
-        averaged tensors get one ``torch._foreach_lerp_`` (the same
-        ``lerp`` per tensor as :meth:`avg_func`: bit-identical results),
-        the buffers that are not averaged one ``torch._foreach_copy_``,
-        and ``steps`` one ``fill_``: a handful of kernel launches and no
-        host sync whatever the number of parameters (official MSN,
-        ``msn_train.py``: ``param_k.data.mul_(m).add_((1.-m) *
-        param_q.detach().data)`` per parameter, i.e. the same average
-        with target momentum ``m = 1 - m_t``, up to round-off).
+        mmengine's ``update_parameters`` except that update 0 averages too
+        and all tensors are updated together (one ``_foreach_lerp_``, the
+        same ``lerp`` as :meth:`avg_func`; one ``_foreach_copy_`` for the
+        buffers): a few kernel launches and no host sync. Same average as
+        official MSN's per-parameter ``mul_(m).add_((1 - m) * q)``.
 
         Args:
             model: The online model.
@@ -200,9 +178,6 @@ class LinearMomentumEMA(ExponentialMovingAverage):
                  steps: int) -> None:
         """``averaged += m_t * (source - averaged)``, in place.
 
-        The update of one tensor (mmengine's interface); the fused
-        :meth:`update_parameters` applies the same ``lerp`` to all at once.
-
         Args:
             averaged_param: The averaged parameter.
             source_param: The online parameter.
@@ -221,21 +196,11 @@ class EMATargetMixin:
     """An algorithm with an EMA target encoder updated as official MSN does.
 
     The algorithm sets ``self.target_net`` (a :class:`LinearMomentumEMA`)
-    and implements :meth:`ema_source` (its online counterpart). Then:
-
-    - :meth:`init_weights` copies the online weights into the target once
-      they are initialised (official MSN: ``target_encoder =
-      copy.deepcopy(encoder)``); a resumed or loaded checkpoint then
-      overwrites both;
-    - :meth:`update_target` averages the online weights in after every
-      optimizer step with that step's momentum;
-      :class:`~pmsn_mm.engine.hooks.TargetEMAHook` (in
-      ``configs/_base_/default_runtime.py``) calls it after each training
-      iteration, before checkpoints are written;
-    - the algorithm's ``loss`` calls :meth:`check_target_updated` first and
-      :meth:`mark_target_update_due` last, so a training step that follows
-      a step without target update (no ``TargetEMAHook``) is refused
-      instead of training against a frozen target.
+    and implements :meth:`ema_source`. :meth:`init_weights` copies the
+    online weights into the target; :class:`~pmsn_mm.engine.hooks.TargetEMAHook`
+    calls :meth:`update_target` after every step; ``loss`` calls
+    :meth:`check_target_updated` first and :meth:`mark_target_update_due`
+    last, so a step after one without target update is refused.
     """
 
     _target_update_due = False

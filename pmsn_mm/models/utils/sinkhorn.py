@@ -56,30 +56,20 @@ def distributed_sinkhorn(probs: Tensor,
     """Balance soft assignments over the global batch (MSN/SwAV
     Sinkhorn-Knopp), towards uniform or prior cluster sizes.
 
-    Works on ``Q = probs.T`` (K x B). Starting from ``Q / sum(Q)``, each
-    iteration rescales every prototype's (row's) total mass to
-    ``col_marginal[k]`` (``1 / K`` when None) and then every sample's
-    (column's) mass to ``1 / B``, where ``B`` is the global batch size
-    (``W`` ranks times the local batch). Finally ``Q * B`` is returned
-    transposed, so in the (B, K) output every row sums to 1 exactly and,
-    once converged, column ``k`` sums to ``B * col_marginal[k]`` over the
-    global batch: the projection onto the constraint set of Assran et al.,
-    ICLR 2023, arXiv:2210.07277, eq. (8):
-    ``P 1_N = N * prior`` (eq. (8) states the uniform case ``N / K``;
-    eq. (7) with ``N_k = N * prior_k``). Prototype sums are
-    all-reduced across ranks, so the result equals single-process Sinkhorn
-    on the concatenated batch.
-
-    With ``col_marginal=None`` this is exactly the official MSN
-    ``distributed_sinkhorn`` (``src/losses.py``) and, on ``exp(scores /
-    epsilon)``, the official SwAV one.
+    On ``Q = probs.T`` (K x B), each iteration rescales every prototype's
+    mass to ``col_marginal[k]`` (``1 / K`` when None), then every sample's
+    to ``1 / B`` (B the global batch); rows of the output sum to 1 and,
+    once converged, column ``k`` to ``B * col_marginal[k]``: the projection
+    onto the constraint set of Assran et al., ICLR 2023, arXiv:2210.07277,
+    eq. (8), ``P 1_N = N * prior`` (eq. (8) states the uniform case; eq. (7)
+    with ``N_k = N * prior_k``). Prototype sums are all-reduced, so the
+    result equals single-process Sinkhorn on the whole batch (ranks hold
+    equal batches). With ``col_marginal=None`` this is exactly official
+    MSN's ``distributed_sinkhorn`` (and SwAV's on ``exp(scores / eps)``).
 
     Kept instead of mmpretrain's ``swav_loss.distributed_sinkhorn``: it
     all-reduces the prototype sums only when one is zero (after adding
     ``1e-12``), so with several ranks its marginals are per-rank, not global.
-
-    Assumes every rank holds the same number of samples (as the official
-    code does).
 
     Args:
         probs: Tensor of shape (B_local, K), non-negative, e.g. sharpened
@@ -93,12 +83,9 @@ def distributed_sinkhorn(probs: Tensor,
             balances towards uniform ``1 / K`` with the official code's
             arithmetic. Defaults to None.
         validate: Check the values of ``col_marginal`` and the prototype
-            masses (:func:`check_col_marginal`; ``ValueError`` instead of a
-            NaN output). Each check reads a device value, i.e. is a host
-            sync; the losses pass False in training steps (their priors are
-            validated where they are built or updated, and a NaN loss is
-            caught by ``NonFiniteGuardHook``). Shapes are always checked
-            (host metadata). Defaults to True.
+            masses (``ValueError`` instead of a NaN output; host syncs, so
+            the losses pass False in training steps). Shapes are always
+            checked. Defaults to True.
 
     Returns:
         Tensor of shape (B_local, K): rows sum to 1; over the global batch

@@ -127,7 +127,7 @@ def test_views_are_float32_through_the_amp_train_step():
     from mmpretrain.structures import DataSample
     model = _amp_model().train()
     wrapper = build_optim_wrapper(model, dict(
-        type='DeviceAwareAmpOptimWrapper',
+        type='DeviceAwareAmpOptimWrapper', dtype='bfloat16',
         optimizer=dict(type='AdamW', lr=1e-3)))
     gen = torch.Generator().manual_seed(0)
     data = dict(inputs=torch.randint(0, 256, (8, 3, 24, 24),

@@ -1,8 +1,8 @@
-"""A view group and its augmentations, one unit each
-(pmsn_mm/models/data_preprocessors/views/): settings, defaults and checks
-declared by the units, read by the device pre-processor, the loader's
-reduced decode and the recipe checker alike; a new augmentation is one
-unit."""
+"""A view group and its augmentations on the device, one unit each
+(pmsn_mm/models/data_preprocessors/views/, subclasses of the settings units
+of pmsn_mm/views/): settings, defaults and checks declared by the units,
+read by the device pre-processor, the loader's reduced decode and the
+recipe checker alike; a new augmentation is one unit."""
 import math
 
 import pytest
@@ -11,15 +11,10 @@ from mmpretrain.registry import MODELS, TRANSFORMS
 
 from pmsn_mm.datasets.transforms import largest_safe_reduction
 from pmsn_mm.models.data_preprocessors.views import (AUGMENTS, DRAW_WIDTH,
-                                                     VIEW_DEFAULTS,
-                                                     ViewAugment,
-                                                     check_view_group,
-                                                     check_view_groups,
-                                                     draw_width, recipe_fields,
-                                                     smallest_crops,
-                                                     view_defaults,
-                                                     view_fields)
-from pmsn_mm.recipes import VIEW_FIELDS
+                                                     ViewAugment, draw_width)
+from pmsn_mm.views import (SETTINGS, VIEW_DEFAULTS, VIEW_FIELDS,
+                           check_view_group, check_view_groups, recipe_fields,
+                           smallest_crops, view_defaults, view_fields)
 
 MSN = [dict(num_views=2, size=224, scale=(0.3, 1.0)),
        dict(num_views=10, size=96, scale=(0.05, 0.3), ratio=(0.5, 1.5))]
@@ -93,6 +88,19 @@ def test_the_settings_are_the_units_settings():
     assert list(VIEW_DEFAULTS) == expected
     columns = sorted(c for a in AUGMENTS for c in a.columns)
     assert columns == list(range(14)) and DRAW_WIDTH == 14
+
+
+def test_each_device_unit_is_its_settings_unit():
+    """AUGMENTS[i] subclasses the class of SETTINGS[i] and declares no
+    setting, check or recipe row of its own: those live in pmsn_mm/views/
+    only."""
+    assert len(AUGMENTS) == len(SETTINGS)
+    for augment, settings in zip(AUGMENTS, SETTINGS):
+        assert isinstance(augment, type(settings))
+        own = vars(type(augment))
+        assert not {'defaults', 'check', 'enabled', 'recipe', 'recipe_extra',
+                    'unrecorded', 'absent', 'transform_recipe'} & set(own)
+        assert 'apply' in own
 
 
 class _Invert(ViewAugment):

@@ -1,5 +1,7 @@
-"""What one view augmentation is: its settings, their defaults and checks,
-the random numbers it reads, and how it applies itself to a batch of views.
+"""What one view augmentation is on the device: the random numbers it reads
+and how it applies itself to a batch of views (its settings, their
+defaults and checks and its recipe-table rows are its
+:class:`~pmsn_mm.views.base.ViewSettings`, in ``pmsn_mm/views/``).
 
 A view group (``BatchAugmentPreprocessor(views=[...])``) is ``num_views``
 random views of every image with the same augmentations. Each augmentation
@@ -20,6 +22,8 @@ from typing import (Any, Callable, ClassVar, Dict, Hashable, Optional, Tuple,
 
 import torch
 from torch import Tensor
+
+from ....views.base import ViewSettings
 
 _CONSTANTS: Dict[Tuple[Hashable, torch.dtype, torch.device], Tensor] = {}
 
@@ -116,46 +120,20 @@ class ViewDraws:
             (name, prob), self.device, lambda: prob)
 
 
-class ViewAugment:
-    """One augmentation of a view group (subclass it in a file of its own and
-    add it to :data:`~pmsn_mm.models.data_preprocessors.views.AUGMENTS`).
+class ViewAugment(ViewSettings):
+    """One augmentation of a view group on the device: a subclass of its
+    settings (:class:`~pmsn_mm.views.base.ViewSettings`, in
+    ``pmsn_mm/views/``) in a file of its own, listed in
+    :data:`~pmsn_mm.models.data_preprocessors.views.AUGMENTS`.
 
     Attributes:
-        defaults: The group settings it reads and their defaults (no effect
-            unless asked for); their names are the keys of ``views=[...]``.
         columns: The columns of the group's shared uniform draw it reads.
-        recipe_extra: Fields of the recipe tables (``views.<i>.<field>``)
-            that describe how it applies its settings (e.g.
-            ``interpolation``), with :meth:`recipe` giving their values.
-        unrecorded: Settings that the recipe tables do not record.
         coin_prob: The setting that is the probability of the coin in
             ``columns[0]`` (:meth:`ViewDraws.coin`), if it tosses one.
     """
 
-    defaults: ClassVar[Dict[str, Any]] = {}
     columns: ClassVar[Tuple[int, ...]] = ()
-    recipe_extra: ClassVar[Tuple[str, ...]] = ()
-    unrecorded: ClassVar[Tuple[str, ...]] = ()
     coin_prob: ClassVar[Optional[str]] = None
-
-    def check(self, group: Dict[str, Any], where: str) -> Dict[str, Any]:
-        """Its settings of ``group`` (defaults filled in) checked.
-
-        Args:
-            group: The group's settings, its own among them.
-            where: Name of the group for messages, e.g. ``'views[1]'``.
-
-        Returns:
-            The checked values of :attr:`defaults`' keys.
-
-        Raises:
-            ValueError: Naming the setting, its value and what is allowed.
-        """
-        return {k: group[k] for k in self.defaults}
-
-    def enabled(self, group: Dict[str, Any]) -> bool:
-        """Whether it can change a view of this (checked) group at all."""
-        return True
 
     def draw(self, draws: ViewDraws, group: Dict[str, Any]) -> None:
         """Draw what the shared uniforms do not hold (into ``draws.extra``);
@@ -181,10 +159,3 @@ class ViewAugment:
             The augmented views, shape (V * N, C, h, w).
         """
         raise NotImplementedError
-
-    def recipe(self, group: Dict[str, Any]) -> Dict[str, Any]:
-        """Its fields of the recipe tables for this (checked) group: its
-        recorded settings, then :attr:`recipe_extra`. Default: the
-        settings as they are, no extra field."""
-        return {k: group[k] for k in self.defaults
-                if k not in self.unrecorded}

@@ -1,6 +1,7 @@
-"""Gaussian blur of a view group: with probability ``blur_prob``, each view
-with its own sigma uniform in ``blur_sigma``, as PIL's
-``ImageFilter.GaussianBlur`` (official MSN's and mmpretrain's blur)."""
+"""Gaussian blur of a view group on the device: with probability
+``blur_prob``, each view with its own sigma uniform in ``blur_sigma``, as
+PIL's ``ImageFilter.GaussianBlur`` (official MSN's and mmpretrain's blur;
+its settings: ``pmsn_mm/views/blur.py``)."""
 import math
 from typing import Any, Dict, cast
 
@@ -8,7 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ....utils.validation import check_int, check_probability, check_range_pair
+from ....utils.validation import check_int
+from ....views.blur import BlurSettings
 from .base import ViewAugment, ViewDraws, device_constant
 
 
@@ -94,25 +96,13 @@ def gaussian_blur(images: Tensor,
     return torch.where(~mask.view(num, 1, 1, 1), images, out.transpose(0, 1))
 
 
-class GaussianBlurView(ViewAugment):
+class GaussianBlurView(BlurSettings, ViewAugment):
     """Gaussian blur with probability ``blur_prob``, sigma uniform in
     ``blur_sigma`` (a (low, high) pair > 0). Random numbers: columns 11 (the
     coin) and 13 (the sigma) of the shared draw."""
 
-    defaults = dict(blur_prob=0.0, blur_sigma=(0.1, 2.0))
     columns = (11, 13)
     coin_prob = 'blur_prob'
-
-    def check(self, group: Dict[str, Any], where: str) -> Dict[str, Any]:
-        return dict(
-            blur_prob=check_probability(f'{where} blur_prob',
-                                        group['blur_prob']),
-            blur_sigma=check_range_pair(f'{where} blur_sigma',
-                                        group['blur_sigma'], 0.0,
-                                        low_open=True))
-
-    def enabled(self, group: Dict[str, Any]) -> bool:
-        return group['blur_prob'] > 0
 
     def apply(self, images: Tensor, group: Dict[str, Any],
               draws: ViewDraws) -> Tensor:
@@ -123,9 +113,3 @@ class GaussianBlurView(ViewAugment):
         return gaussian_blur(images, sigma,
                              draws.coin(coin, group['blur_prob'],
                                         'blur coin'), high)
-
-    def recipe(self, group: Dict[str, Any]) -> Dict[str, Any]:
-        # the range is no setting of a group that never blurs
-        return dict(blur_prob=group['blur_prob'],
-                    blur_sigma=list(group['blur_sigma'])
-                    if group['blur_prob'] else None)

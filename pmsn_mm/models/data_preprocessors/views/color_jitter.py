@@ -1,17 +1,11 @@
-"""Colour jitter of a view group: brightness, contrast, saturation and hue
-in a random order per view, applied with probability ``jitter_prob``.
-
-As torchvision's and mmpretrain's ``ColorJitter`` inside a
-``RandomApply(jitter_prob)``: brightness, contrast and saturation factors
-uniform in ``[max(0, 1 - s), 1 + s]``, hue uniform in ``[-hue, hue]``, the
-order of the four a uniform random permutation, per view; the three blends
-as one batched 3 x 3 colour matrix per step (``baddbmm``), the hue in
-closed form on PIL's 8-bit hue circle (:func:`rotate_hue`), as official
-MSN's torchvision-on-PIL chain.
+"""Colour jitter of a view group on the device: brightness, contrast,
+saturation and hue in a random order per view, applied with probability
+``jitter_prob`` (settings and shared maths: ``pmsn_mm/views/color_jitter.py``).
 
 Own code rather than kornia's functionals (the reference of the tests):
 one batched colour matrix per step instead of ops per blend and view
-(counts in CHANGELOG.md, 0.1.0), and the hue on PIL's 8-bit hue circle.
+(counts in CHANGELOG.md, 0.1.0), and the hue on PIL's 8-bit hue circle, as
+official MSN's torchvision-on-PIL chain.
 """
 import functools
 from typing import Any, Callable, Dict, Tuple, cast
@@ -20,10 +14,11 @@ import torch
 from torch import Tensor
 
 from ....utils.validation import check_number, check_probability
+from ....views.color_jitter import (ADJUSTMENTS, NEUTRAL_COLOR,
+                                    ColorJitterSettings, jitter_range,
+                                    rotate_hue_8bit)
 from .base import ViewAugment, ViewDraws, device_constant
 
-#: Identity values of (brightness, contrast, saturation, hue).
-NEUTRAL_COLOR = (1.0, 1.0, 1.0, 0.0)
 #: ITU-R 601 luma weights of (R, G, B): kornia's ``rgb_to_grayscale``,
 #: PIL's ``convert('L')`` (there in 16-bit fixed point).
 LUMA = (0.299, 0.587, 0.114)
@@ -39,8 +34,9 @@ def color_params(uniforms: Tensor,
 
     As torchvision's and mmpretrain's ``ColorJitter`` inside a
     ``RandomApply(prob)``: brightness, contrast and saturation factors
-    uniform in ``[max(0, 1 - s), 1 + s]``, hue uniform in ``[-hue, hue]``,
-    the order of the four a uniform random permutation; per image.
+    uniform in ``[max(0, 1 - s), 1 + s]``, hue uniform in ``[-hue, hue]``
+    (:func:`~pmsn_mm.views.color_jitter.jitter_range`), the order of the
+    four a uniform random permutation; per image.
 
     Args:
         uniforms: Tensor of shape (num, 9), uniform in [0, 1): whether to
@@ -52,13 +48,12 @@ def color_params(uniforms: Tensor,
         prob: Probability of jittering an image at all, in [0, 1].
 
     Returns:
-        ``factors`` (num, 4) float (identity values where not applied),
-        ``order`` (num, 4) long (a permutation of 0..3 per image: 0
-        brightness, 1 contrast, 2 saturation, 3 hue), ``apply`` (num,)
-        bool, and ``enabled``, a host-side tuple of four Python bools: the
-        adjustments that can change an image at all (strength > 0 and
-        ``prob`` > 0), so that :func:`color_jitter` skips the others
-        without reading device values.
+        ``factors`` (num, 4) float (identity where not applied), ``order``
+        (num, 4) long (a permutation of the indices of
+        :data:`~pmsn_mm.views.color_jitter.ADJUSTMENTS` per image),
+        ``apply`` (num,) bool, and ``enabled``, four host-side bools: the
+        adjustments that can change an image (skipped otherwise, without
+        reading device values).
     """
     strengths = (check_number('brightness', brightness, 0.0),
                  check_number('contrast', contrast, 0.0),
@@ -66,8 +61,10 @@ def color_params(uniforms: Tensor,
     hue = check_number('hue', hue, 0.0, 0.5)
     prob = check_probability('prob', prob)
     device = uniforms.device
-    lows = tuple(max(0.0, 1 - s) for s in strengths) + (-hue, )
-    spans = tuple(1 + s - low for s, low in zip(strengths, lows)) + (2 * hue, )
+    ranges = [jitter_range(name, s)
+              for name, s in zip(ADJUSTMENTS, strengths + (hue, ))]
+    lows = tuple(low for low, _ in ranges)
+    spans = tuple(high - low for low, high in ranges)
     low = device_constant(('jitter low', lows), device, lambda: list(lows))
     span = device_constant(('jitter span', spans), device,
                            lambda: list(spans))
@@ -168,15 +165,11 @@ def rotate_hue(images: Tensor,
     ``h'`` the rotated hue (same sextant tie-breaking as kornia and PIL:
     red, then green).
 
-    ``pil=False``: torchvision's tensor ``adjust_hue`` (kornia's: ``h' = h +
-    turns`` exactly). ``pil=True``: torchvision's ``adjust_hue`` of a PIL
-    image (what official MSN's ``ColorJitter`` runs; mmcv's pillow backend
-    is the same): the hue is stored in 8 bits, ``H = floor(255 h)`` (PIL's
-    ``convert('HSV')`` truncates, 255 steps a turn), the rotation is
-    ``trunc(255 turns)`` steps, added in ``uint8`` arithmetic (modulo 256,
-    although the circle has 255 steps: a rotation across red loses a step,
-    1/255 of a turn), and ``h' = H' / 255`` turns. Value and saturation
-    stay floats here (PIL: 8 bits, saturation truncated, within a level).
+    ``pil=False``: torchvision's tensor ``adjust_hue`` (``h' = h + turns``).
+    ``pil=True``: its ``adjust_hue`` of a PIL image (official MSN): the hue
+    stored in 8 bits, ``H = floor(255 h)``, rotated by
+    :func:`~pmsn_mm.views.color_jitter.rotate_hue_8bit`, ``h' = H' / 255``;
+    value and saturation stay floats here (PIL: 8 bits).
 
     Args:
         images: Float tensor of shape (B, 3, ...) (any trailing dims), in
@@ -200,8 +193,7 @@ def rotate_hue(images: Tensor,
     if pil:
         steps = torch.add(arg * 85, sextant, alpha=42.5)
         steps = torch.remainder(steps, 255.0).floor_()
-        shift = torch.trunc(turns * 255.0).view(view)
-        hue = torch.remainder(steps + shift, 256.0)  # uint8 wrap-around
+        hue = rotate_hue_8bit(steps, turns.view(view), torch.trunc)
         scale = 6.0 / 255.0
     else:
         hue = torch.add(arg * 2, sextant).add_(6.0 * turns.view(view))
@@ -218,21 +210,14 @@ def rotate_hue(images: Tensor,
 def color_jitter(images: Tensor, params: Dict[str, Any]) -> Tensor:
     """Brightness, contrast, saturation and hue, in each image's order.
 
-    Each image applies its four adjustments in its own ``order``
-    (torchvision's ``ColorJitter`` formulas: brightness multiplies, contrast
-    blends with the grey mean, saturation with the grey image, hue rotates
-    on PIL's 8-bit hue circle, :func:`rotate_hue` with ``pil=True``), the
-    result clipped to [0, 255] after every step, as the per-sample
-    transforms do (they also round to 8 bits after each step, which this
-    float path does not). Batched with a fixed sequence of ops (no host
-    sync, nothing that grows with the batch): each blend is one batched
-    colour matrix and grey-mean offset per image (``baddbmm``; the identity
-    matrix where an image has no blend in a slot), looked up from the
-    image's order in a table built once per device; the adjustments that
-    ``params['enabled']`` rules out are dropped from every order; when hue
-    is enabled, the slots of the blends before each image's hue step run
-    first, then the hue rotation, then the slots after it. Images not
-    jittered (``apply`` False) come back bit for bit.
+    torchvision's ``ColorJitter`` formulas in each image's own ``order``
+    (hue: :func:`rotate_hue` with ``pil=True``), clipped to [0, 255] after
+    every step (the per-sample transforms also round to 8 bits). A fixed
+    sequence of ops, no host sync: each blend is one batched colour matrix
+    and grey-mean offset per image (``baddbmm``), looked up from the
+    image's order; with hue, the blends before each image's hue step run
+    first, then the rotation, then the rest. Images not jittered come back
+    bit for bit.
 
     Args:
         images: Float tensor of shape (B, C, H, W) in [0, 255]; RGB (C = 3)
@@ -299,7 +284,7 @@ def color_jitter(images: Tensor, params: Dict[str, Any]) -> Tensor:
     return x.view_as(images)
 
 
-class ColorJitterView(ViewAugment):
+class ColorJitterView(ColorJitterSettings, ViewAugment):
     """Colour jitter with probability ``jitter_prob``: ``brightness``,
     ``contrast``, ``saturation`` (strengths >= 0) and ``hue`` (in [0, 0.5],
     a fraction of a turn), in a random order per view (needs RGB views for
@@ -307,23 +292,7 @@ class ColorJitterView(ViewAugment):
     (whether to apply, the four factors, the keys of the order).
     """
 
-    defaults = dict(jitter_prob=0.0, brightness=0.0, contrast=0.0,
-                    saturation=0.0, hue=0.0)
     columns = tuple(range(9))
-    recipe_extra = ('jitter_order', )
-
-    def check(self, group: Dict[str, Any], where: str) -> Dict[str, Any]:
-        out = dict(jitter_prob=check_probability(f'{where} jitter_prob',
-                                                 group['jitter_prob']))
-        for name in ('brightness', 'contrast', 'saturation'):
-            out[name] = check_number(f'{where} {name}', group[name], 0.0)
-        out['hue'] = check_number(f'{where} hue', group['hue'], 0.0, 0.5)
-        return out
-
-    def enabled(self, group: Dict[str, Any]) -> bool:
-        return group['jitter_prob'] > 0 and any(
-            group[k] > 0
-            for k in ('brightness', 'contrast', 'saturation', 'hue'))
 
     def apply(self, images: Tensor, group: Dict[str, Any],
               draws: ViewDraws) -> Tensor:
@@ -332,6 +301,3 @@ class ColorJitterView(ViewAugment):
                               group['contrast'], group['saturation'],
                               group['hue'], group['jitter_prob'])
         return color_jitter(images, params)
-
-    def recipe(self, group: Dict[str, Any]) -> Dict[str, Any]:
-        return dict(super().recipe(group), jitter_order='random')

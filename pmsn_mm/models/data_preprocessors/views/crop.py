@@ -1,5 +1,6 @@
-"""Random resized crop + horizontal flip of a view group: the first view
-augmentation, which turns a (padded, mixed-size) batch into its views.
+"""Random resized crop + horizontal flip of a view group on the device: the
+first view augmentation, which turns a (padded, mixed-size) batch into its
+views (its settings: ``pmsn_mm/views/crop.py``).
 
 As torchvision's and mmpretrain's ``RandomResizedCrop`` + ``RandomFlip``:
 per view, the area fraction uniform in ``scale``, a log-uniform aspect
@@ -14,7 +15,8 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
-from ....utils.validation import check_int, check_probability, check_range_pair
+from ....utils.validation import check_int, check_range_pair
+from ....views.crop import CropSettings
 from .base import ViewAugment, ViewDraws, device_constant
 
 
@@ -163,37 +165,16 @@ def crop_resize(images: Tensor,
     return out
 
 
-class CropResizeFlip(ViewAugment):
+class CropResizeFlip(CropSettings, ViewAugment):
     """Random resized crop to ``size``, then a horizontal flip with
-    probability ``flip_prob`` (the views of a group start here).
-
-    Settings: ``size`` (output side; None: the input side), ``scale``
-    (area fraction range, in (0, 1]), ``ratio`` (aspect ratio range w / h),
-    ``flip_prob``. Random numbers: the boxes (its own draw, before the
-    group's shared one) and column 9 of the shared draw (the flip).
+    probability ``flip_prob`` (its settings:
+    :class:`~pmsn_mm.views.CropSettings`). Random numbers: the boxes (its
+    own draw, before the group's shared one) and column 9 of the shared
+    draw (the flip).
     """
 
-    defaults = dict(size=None, scale=(0.08, 1.0), ratio=(3. / 4., 4. / 3.),
-                    flip_prob=0.5)
     columns = (9, )
     coin_prob = 'flip_prob'
-    recipe_extra = ('interpolation', )
-    #: How the crops are resized: ``roi_align``'s adaptive sampling, the
-    #: mean of ceil(crop / out) bilinear samples per output pixel and axis
-    #: (PIL's antialiased bilinear is a triangle filter).
-    INTERPOLATION = 'bilinear-roi-average'
-
-    def check(self, group: Dict[str, Any], where: str) -> Dict[str, Any]:
-        size = group['size']
-        return dict(
-            size=None if size is None else check_int(f'{where} size', size,
-                                                     1),
-            scale=check_range_pair(f'{where} scale', group['scale'], 0.0,
-                                   1.0, low_open=True),
-            ratio=check_range_pair(f'{where} ratio', group['ratio'], 0.0,
-                                   low_open=True),
-            flip_prob=check_probability(f'{where} flip_prob',
-                                        group['flip_prob']))
 
     def draw(self, draws: ViewDraws, group: Dict[str, Any]) -> None:
         corner, extent = crop_corners(
@@ -208,6 +189,3 @@ class CropResizeFlip(ViewAugment):
         corner, extent = draws.extra['crop']
         flip = draws.coin(self.columns[0], group['flip_prob'], 'flip coin')
         return crop_resize(images, corner, extent, size, flip)
-
-    def recipe(self, group: Dict[str, Any]) -> Dict[str, Any]:
-        return dict(super().recipe(group), interpolation=self.INTERPOLATION)

@@ -1,12 +1,13 @@
-"""Random grayscale of a view group: with probability ``grayscale_prob`` a
-view becomes its luma on every channel (``RandomGrayscale(keep_channels=
-True)``, ITU-R 601 weights)."""
+"""Random grayscale of a view group on the device: with probability
+``grayscale_prob`` a view becomes its luma on every channel
+(``RandomGrayscale(keep_channels=True)``, ITU-R 601 weights; its settings:
+``pmsn_mm/views/grayscale.py``)."""
 from typing import Any, Dict
 
 import torch
 from torch import Tensor
 
-from ....utils.validation import check_probability
+from ....views.grayscale import GrayscaleSettings
 from .base import ViewAugment, ViewDraws, device_constant
 from .color_jitter import LUMA
 
@@ -31,20 +32,12 @@ def random_grayscale(images: Tensor, mask: Tensor) -> Tensor:
                        images)
 
 
-class Grayscale(ViewAugment):
+class Grayscale(GrayscaleSettings, ViewAugment):
     """Grayscale with probability ``grayscale_prob`` (RGB views). Random
     numbers: column 10 of the shared draw."""
 
-    defaults = dict(grayscale_prob=0.0)
     columns = (10, )
     coin_prob = 'grayscale_prob'
-
-    def check(self, group: Dict[str, Any], where: str) -> Dict[str, Any]:
-        return dict(grayscale_prob=check_probability(
-            f'{where} grayscale_prob', group['grayscale_prob']))
-
-    def enabled(self, group: Dict[str, Any]) -> bool:
-        return group['grayscale_prob'] > 0
 
     def apply(self, images: Tensor, group: Dict[str, Any],
               draws: ViewDraws) -> Tensor:

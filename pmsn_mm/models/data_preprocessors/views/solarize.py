@@ -1,12 +1,13 @@
-"""Solarize of a view group: with probability ``solarize_prob`` the pixels
-of a view at or above ``solarize_threshold`` are inverted (mmcv's
-``solarize``)."""
+"""Solarize of a view group on the device: with probability
+``solarize_prob`` the pixels of a view at or above ``solarize_threshold``
+are inverted (mmcv's ``solarize``; its settings:
+``pmsn_mm/views/solarize.py``)."""
 from typing import Any, Dict
 
 import torch
 from torch import Tensor
 
-from ....utils.validation import check_number, check_probability
+from ....views.solarize import SolarizeSettings
 from .base import ViewAugment, ViewDraws
 
 
@@ -27,25 +28,13 @@ def solarize(images: Tensor, mask: Tensor,
     return torch.where(mask.view(-1, 1, 1, 1), flipped, images)
 
 
-class Solarize(ViewAugment):
+class Solarize(SolarizeSettings, ViewAugment):
     """Solarize with probability ``solarize_prob`` at ``solarize_threshold``
     (on the [0, 255] scale). Random numbers: column 12 of the shared
     draw."""
 
-    defaults = dict(solarize_prob=0.0, solarize_threshold=128.0)
     columns = (12, )
     coin_prob = 'solarize_prob'
-    unrecorded = ('solarize_threshold', )  # no recipe sets it
-
-    def check(self, group: Dict[str, Any], where: str) -> Dict[str, Any]:
-        return dict(
-            solarize_prob=check_probability(f'{where} solarize_prob',
-                                            group['solarize_prob']),
-            solarize_threshold=check_number(f'{where} solarize_threshold',
-                                            group['solarize_threshold']))
-
-    def enabled(self, group: Dict[str, Any]) -> bool:
-        return group['solarize_prob'] > 0
 
     def apply(self, images: Tensor, group: Dict[str, Any],
               draws: ViewDraws) -> Tensor:
