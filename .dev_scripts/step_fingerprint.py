@@ -79,6 +79,7 @@ def fingerprint(path: str, data_parent: str) -> Dict[str, str]:
     from mmengine.config import Config
     from mmengine.registry import RUNNERS
     from mmengine.runner import Runner
+
     from tests._config_runs import shrink
     cfg = Config.fromfile(osp.join(REPO, 'configs', path))
     work = tempfile.mkdtemp(prefix='fingerprint_')

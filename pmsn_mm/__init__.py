@@ -1,17 +1,11 @@
 """pmsn_mm: Prior Matching for Siamese Networks on the OpenMMLab stack.
 
 Importing this package registers every pmsn_mm module into mmpretrain's
-registries (``MODELS``, ``DATASETS``, ``DATA_SAMPLERS``, ``HOOKS``,
-``TRANSFORMS``, ``METRICS``, ...), so that any mmpretrain config can use them
-after ``custom_imports = dict(imports=['pmsn_mm'],
-allow_failed_imports=False)``.
-All of it, and every other step of the import-time setup, is
-:func:`pmsn_mm.utils.setup_env.register_all_modules` (listed there, in
-order): mmcv-lite's import warning filtered before mmcv is imported, the
-checkpoint globals allow-listed for ``torch.load(weights_only=True)``, the
-``'atomic_local'`` file backend and the model index in mmpretrain's
-``ModelHub``. No upstream name is registered again and no class is changed:
-docs/openmmlab.md, "What ``import pmsn_mm`` changes".
+registries, so that any mmpretrain config can use them after ``custom_imports =
+dict(imports=['pmsn_mm'], allow_failed_imports=False)``. Every step of the
+import-time setup is :func:`pmsn_mm.utils.setup_env.register_all_modules`; no
+upstream name is registered again and no class is changed: docs/openmmlab.md,
+"What ``import pmsn_mm`` changes".
 """
 from .utils.setup_env import register_all_modules
 from .version import __version__

@@ -1,22 +1,10 @@
-"""Unknown config keys: an error that names the key path and the valid keys,
-before anything is built.
-
-A typo (``prior_wieght=5``) would otherwise surface as Python's
-``unexpected keyword argument`` only after the dataset was indexed and the
-model built. :func:`check_config_keys` finds, for every dict a registry
-builds as ``cls(**cfg)``, the class the runner would build (same registry,
-scope and name) and compares the dict's keys with the keyword arguments
-the class accepts (:func:`valid_config_keys`), for pmsn_mm's and
-upstream's classes alike; it changes no class.
-
-The valid keys are the constructor's named parameters, followed up the MRO
-while a constructor forwards ``**kwargs``; a chain that ends in an open
-``**kwargs`` accepts any key (a valid config is never refused). Dicts that
-their own builders read (``norm_cfg``, ``init_cfg``, ...), non-class types,
-and helper variables such as ``train_pipeline`` are not checked; keys a
-builder consumes itself (``convert_to_iter_based``, a hook's ``priority``,
-``optim_wrapper``'s ``constructor``/``paramwise_cfg``, ...) count as valid.
-Dataloader dicts are checked against ``DataLoader`` and the runner's keys.
+"""Unknown config keys (``prior_wieght=5``), refused before anything is
+built, naming the key path and the valid keys: :func:`check_config_keys`
+compares every dict a registry builds as ``cls(**cfg)`` with what the class
+accepts (:func:`valid_config_keys`: up the MRO through ``**kwargs``; an
+open ``**kwargs`` accepts any key). Dicts their own builders read
+(``init_cfg``, ...) are not checked; keys a builder consumes itself (a
+hook's ``priority``, ...) count as valid.
 """
 import difflib
 import inspect
@@ -38,34 +26,28 @@ from .errors import ConfigCheckError
 UNCHECKED_KEYS = frozenset({'init_cfg', 'override', 'policies'})
 #: Top-level ``*_cfg`` keys whose dict is built as ``cls(**cfg)``.
 BUILT_TOP_CFGS = frozenset({'train_cfg', 'val_cfg', 'test_cfg'})
-#: Keys mmengine's parameter-scheduler builder consumes before
-#: ``cls(**cfg)`` (``build_scheduler_from_cfg``).
+#: Keys mmengine's ``build_scheduler_from_cfg`` consumes itself.
 SCHEDULER_BUILDER_KEYS = frozenset({'convert_to_iter_based'})
 #: Keys the runner takes out of a hook's dict (``Runner.register_hook``).
 HOOK_RUNNER_KEYS = frozenset({'priority'})
-#: Keys a model takes out of a sub-model's dict before building it
-#: (mmpretrain's multimodal models pop the encoders' ``pretrained``).
+#: Keys a model pops from a sub-model's dict (mmpretrain's multimodal).
 SUBMODEL_PARENT_KEYS = frozenset({'pretrained'})
-#: Keys of a dataloader dict that mmengine's ``Runner.build_dataloader``
-#: reads itself (the rest go to ``torch.utils.data.DataLoader``).
+#: Dataloader keys ``Runner.build_dataloader`` reads (not ``DataLoader``).
 DATALOADER_RUNNER_KEYS = frozenset({'dataset', 'sampler', 'batch_sampler',
                                     'collate_fn', 'num_batch_per_epoch',
                                     'worker_init_fn'})
-#: Keys of ``optim_wrapper`` that ``build_optim_wrapper`` and the
-#: constructor take out before building the wrapper.
+#: ``optim_wrapper`` keys its builder and constructor take out.
 OPTIM_WRAPPER_KEYS = frozenset({'constructor', 'paramwise_cfg', 'optimizer'})
 
 
 class UnknownConfigKeyError(ConfigCheckError, TypeError):
     """A config gives a class keys its constructor does not take.
 
-    A ``TypeError``, as Python's own ``unexpected keyword argument`` that
-    it replaces.
+    A ``TypeError``, as Python's own error that it replaces.
 
     Args:
         message: The error text.
-        problems: ``(key path, class name, unknown keys, valid keys)`` of
-            every refused dict.
+        problems: ``(key path, class, unknown keys, valid keys)`` per dict.
     """
 
     def __init__(self, message: str,
@@ -238,9 +220,8 @@ def config_key_problems(cfg: Any) -> List[Tuple[str, str, Tuple[str, ...],
     """Every dict of ``cfg`` with keys its class does not take.
 
     Args:
-        cfg: A loaded ``mmengine.config.Config`` (or any mapping of the same
-            shape) whose ``custom_imports`` and scopes are imported (as
-            :func:`~pmsn_mm.config.config_types.check_config_types` does).
+        cfg: A loaded ``mmengine.config.Config`` (or mapping) whose types were
+            checked (:func:`~pmsn_mm.config.config_types.check_config_types`).
 
     Returns:
         ``(key path, class name, unknown keys, valid keys)`` per such dict.
@@ -307,16 +288,12 @@ def check_config_keys(cfg: Any) -> None:
     take, before anything is built.
 
     Args:
-        cfg: A loaded ``mmengine.config.Config`` whose types are known
-            (run :func:`~pmsn_mm.config.config_types.check_config_types`
-            first: it imports the config's ``custom_imports`` and scopes).
+        cfg: A loaded ``mmengine.config.Config`` whose types were checked
+            by :func:`~pmsn_mm.config.config_types.check_config_types`.
 
     Raises:
-        UnknownConfigKeyError: Naming, for every such dict, its key path,
-            the class, the unknown keys, the closest valid key and every
-            valid key, e.g. ``model.head.loss: PMSNLoss got unknown config
-            key(s) ['prior_wieght'] (did you mean 'prior_weight'?); valid
-            keys: ...``.
+        UnknownConfigKeyError: Naming, for every such dict, its key path, the
+            class, the unknown keys, the closest valid key and every valid key.
     """
     problems = config_key_problems(cfg)
     if not problems:

@@ -1,21 +1,13 @@
-"""Unknown ``type`` names in a config: an error that names the key and the
-closest registered names.
-
-A misspelled type otherwise ends deep inside the runner's build in the
-registry's bare ``KeyError``, which says neither where in the config it was
-nor what was meant (a transform or metric only after training started).
-:func:`check_config_types` checks every ``type`` of a loaded config at once,
-before anything is built, and raises :class:`UnknownConfigTypeError`, e.g.::
-
-    model.head.prior.type='PowerLawPriorr' is not a registered type (did
-    you mean 'PowerLawPrior'?); closest model names: PowerLawPrior, ...
+"""Unknown ``type`` names in a config, refused before anything is built
+(not as the registry's bare ``KeyError`` mid-build) naming the key path and
+the closest registered names (:class:`UnknownConfigTypeError`).
 
 A type counts as known when mmengine could build it with *some* registry
 (any registry of mmengine's tree or of a loaded ``*.registry`` module,
 after lazy imports; a scoped name in its scope or an ancestor; a dotted
 import path that resolves), so a valid config is never refused. The
-closest names come from the registries the key path builds from (under
-``model`` the model registries, ...), else from every registry.
+closest names come from the registries the key path builds from, else
+from every registry.
 """
 import difflib
 import importlib
@@ -70,8 +62,7 @@ class UnknownConfigTypeError(ConfigCheckError, KeyError):
     """A config names a ``type`` that no registry knows.
 
     A ``KeyError``, as the registry's own error that it replaces (code that
-    catches that one catches this one), printed without ``KeyError``'s
-    quotes.
+    catches that one catches this one), printed without ``KeyError``'s quotes.
 
     Args:
         message: The error text.
@@ -89,8 +80,7 @@ class UnknownConfigTypeError(ConfigCheckError, KeyError):
 
 
 def format_key_path(path: Path) -> str:
-    """``('model', 'head', 'prior')`` -> ``'model.head.prior'``; list
-    positions as ``[2]``.
+    """``('model', 'head', 0)`` -> ``'model.head[0]'``.
 
     Args:
         path: Keys (str) and list positions (int) from the config's top.
@@ -109,8 +99,7 @@ def iter_config_types(node: Any, path: Path = ()) -> Iterator[
     """Every string ``type`` in a config tree, depth first.
 
     Args:
-        node: A ``Config``, dict, list or tuple (anything else has no
-            types).
+        node: A ``Config``, dict, list or tuple (anything else: no types).
         path: The key path of ``node``.
 
     Yields:
@@ -265,8 +254,7 @@ def unknown_type_line(key: str, value: str, close: Sequence[str],
         key: The key path of the ``type``.
         value: The unknown type.
         close: The closest registered names (with the value's scope).
-        kind: The registry they come from (``'model'``), or None when they
-            come from every registry.
+        kind: Their registry (``'model'``), or None for every registry.
     """
     if not close:
         return (f'{key}={value!r} is not a registered type; no registered '
@@ -277,17 +265,11 @@ def unknown_type_line(key: str, value: str, close: Sequence[str],
 
 
 def check_config_types(cfg: Any) -> None:
-    """Refuse a config whose ``type`` names are in no registry, before
-    anything is built.
-
-    Imports the config's ``custom_imports`` and the ``registry`` module of
-    its ``default_scope`` and of every type's scope prefix, as the runner
-    and ``Registry.get`` would, then checks every string ``type`` (see the
-    module docstring for what counts as known).
+    """Refuse a config whose ``type`` names are in no registry (after
+    importing ``custom_imports`` and the scopes' ``registry`` modules).
 
     Args:
-        cfg: A loaded ``mmengine.config.Config`` (or any mapping of the same
-            shape).
+        cfg: A loaded ``mmengine.config.Config`` (or a mapping).
 
     Raises:
         UnknownConfigTypeError: naming the key path of every unknown type,

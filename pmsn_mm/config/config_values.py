@@ -1,14 +1,9 @@
-"""Numbers a config can state in two places: one owner, or a refusal that
-names both.
+"""Numbers a config can state in two places: one owner, or a refusal.
 
-mmengine builds a dataloader's ``batch_sampler`` with the dataloader's
-``batch_size`` as a *default* argument, so a ``batch_size`` written inside
-``batch_sampler`` wins without a word (``batch_sampler=dict(type=
-'ClassStratifiedBatchSampler', batch_size=4)`` under ``batch_size=8``
-trains at 4, and ``--auto-scale-lr`` scales for 8).
-:func:`check_config_values` refuses such a config before anything is
-built. (A head's ``num_prototypes`` and its prior's length are checked
-where the head builds its prior.)
+mmengine builds ``batch_sampler`` with the dataloader's ``batch_size`` as a
+*default*, so a ``batch_size`` inside ``batch_sampler`` silently wins (and
+``--auto-scale-lr`` scales for the other). :func:`check_config_values`
+refuses such a config before anything is built.
 """
 from typing import Any, Mapping
 
@@ -22,14 +17,11 @@ def check_config_values(cfg: Any) -> None:
     """Refuse a config that states one number twice, differently.
 
     Args:
-        cfg: A loaded ``mmengine.config.Config`` (or a mapping of its
-            shape).
+        cfg: A loaded ``mmengine.config.Config`` (or a mapping).
 
     Raises:
-        ValueError: Naming both settings and their values, e.g.
-            ``train_dataloader.batch_sampler.batch_size=4 differs from
-            train_dataloader.batch_size=8``; or a default hook set to None
-            that mmengine cannot drop (:func:`check_default_hooks`).
+        ValueError: Naming both settings and their values; or a default
+            hook set to None that mmengine cannot drop.
     """
     check_default_hooks(cfg)
     check_auto_scale_lr(cfg)
@@ -50,8 +42,7 @@ def check_config_values(cfg: Any) -> None:
                 f'{name}.batch_size.')
 
 
-#: The default hooks mmengine's Runner registers itself; only these may be
-#: set to None in ``default_hooks`` (``Runner.register_default_hooks``).
+#: mmengine's own default hooks: the only ones ``None`` may drop.
 MMENGINE_DEFAULT_HOOKS = ('runtime_info', 'timer', 'logger', 'param_scheduler',
                           'checkpoint', 'sampler_seed')
 

@@ -12,8 +12,7 @@ class ConfigCheckError(Refusal):
 
 
 class ConfigNotFoundError(ConfigCheckError, FileNotFoundError):
-    """A config path that does not exist (the message names the closest
-    shipped configs)."""
+    """A config path that does not exist (naming the closest configs)."""
 
 
 class UnknownOptionError(ConfigCheckError, KeyError):

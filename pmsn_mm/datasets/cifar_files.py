@@ -1,11 +1,9 @@
 """CIFAR python pickles read from disk without the official checksums.
 
-mmpretrain's ``CIFAR10``/``CIFAR100`` accept their files only when each one's
-MD5 equals the official release's, and otherwise say "Cannot find ... you can
-specify download=True" (pmsn_mm never downloads). Any other copy in the same
-format (a re-packed set, a sample made by ``make_sample_data.py``) is
-refused. :class:`CIFARFilesMixin` checks that the files exist, naming the
-missing ones, and names the file when a pickle does not read.
+mmpretrain's ``CIFAR10``/``CIFAR100`` refuse any file whose MD5 differs from
+the official release's (suggesting ``download=True``), so a re-packed copy or a
+sample set is refused. :class:`CIFARFilesMixin` checks that the files exist,
+naming the missing ones, and names the file when a pickle does not read.
 """
 import os.path as osp
 import pickle

@@ -1,10 +1,8 @@
 """CLEVR/Count and CLEVR/Dist, read from the original CLEVR_v1.0 scene files.
 
-Transfer tasks of the paper's §4 evaluation (Appendix E.2 follows VISSL):
-the labels re-state VISSL's ``extra_scripts/datasets/
-create_clevr_{count,dist}_data_files.py``. The official CLEVR test split has
-no scene annotations, so (as in VISSL) our ``'train'`` split is CLEVR's
-train split and our ``'test'`` split is CLEVR's val split.
+Transfer tasks of the paper's §4 evaluation, labelled as VISSL's
+``create_clevr_{count,dist}_data_files.py``. CLEVR's test split has no
+scenes, so (as in VISSL) our ``'test'`` split is CLEVR's val split.
 
 Expected layout (``data_root`` is the ``CLEVR_v1.0`` folder)::
 
@@ -72,9 +70,8 @@ def clevr_count_label(scene: dict) -> int:
 def clevr_dist_label(scene: dict) -> int:
     """CLEVR/Dist class of a scene: depth bin of its closest object.
 
-    ``d = min(obj['pixel_coords'][2] for obj in objects)`` and the class is
-    ``bisect_left(CLEVR_DIST_THRESHOLDS, d)`` (VISSL), i.e. bin ``i`` holds
-    ``thresholds[i-1] < d <= thresholds[i]``; ``d = 8.0`` is class 0.
+    ``bisect_left(CLEVR_DIST_THRESHOLDS, d)`` for the smallest
+    ``pixel_coords[2]`` ``d`` of the objects (VISSL); ``d = 8.0`` is class 0.
 
     Args:
         scene: One entry of the scene JSON's ``scenes`` list.
@@ -147,8 +144,7 @@ def clevr_samples(data_root: str,
                   ) -> List[Tuple[str, int]]:
     """``(image path relative to data_root, label)`` of every scene.
 
-    The single source of the CLEVR labels, used by the dataset classes and by
-    ``tools/dataset_converters/convert_clevr.py``.
+    The single source of the CLEVR labels (also of ``convert_clevr.py``).
 
     Args:
         data_root: The ``CLEVR_v1.0`` folder.
@@ -190,8 +186,7 @@ class CLEVRCount(_CLEVRBase):
     Args:
         data_root: The ``CLEVR_v1.0`` folder (see module docstring).
         split: ``'train'`` (official train) or ``'test'`` (official val).
-        **kwargs: Passed to :class:`mmpretrain.datasets.BaseDataset`
-            (``pipeline``, ``test_mode``, ...).
+        **kwargs: Passed to :class:`mmpretrain.datasets.BaseDataset`.
     """
 
     METAINFO = {'classes': CLEVR_COUNT_CLASSES}

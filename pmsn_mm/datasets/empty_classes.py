@@ -1,13 +1,10 @@
 """A clear error, at build time, for classes without samples.
 
-mmpretrain's ``CustomDataset`` in folder-tree mode (no ``ann_file``: every
-sub-folder of ``data_prefix`` is a class, numbered in sorted order) keeps a
-class folder that holds no image file as a class and only logs ``Found no
-valid file in the folder ...``; training goes on and a consumer of the class
-counts fails much later (``ClassPrior``: ``entries [2] are 0``), or a label
-index never occurs. Datasets that inherit :class:`NonEmptyClassesMixin`
-raise a ``ValueError`` while they load, naming every empty class folder by
-its full path and the opt-in setting ``allow_empty_classes``.
+mmpretrain's ``CustomDataset`` keeps a class folder without an image file
+as a class and only logs a warning; a consumer of the class counts fails
+much later (``ClassPrior``: ``entries [2] are 0``). Datasets that inherit
+:class:`NonEmptyClassesMixin` raise a ``ValueError`` while they load,
+naming every empty class folder and the opt-in ``allow_empty_classes``.
 """
 from typing import Any, Dict, List, Sequence, cast
 
@@ -55,8 +52,7 @@ def empty_folders(folder_to_idx: Dict[str, int],
     """Class folders (sorted names) whose index no sample has.
 
     Args:
-        folder_to_idx: Class folder name -> class index (mmpretrain's
-            ``CustomDataset.folder_to_idx``).
+        folder_to_idx: Class folder name -> class index (``CustomDataset``'s).
         labels: The label of every loaded sample.
     """
     present = set(int(label) for label in labels)
@@ -81,8 +77,7 @@ def empty_folders_message(dataset, folders: Sequence[str]) -> str:
 
 def empty_listed_classes_message(dataset, missing: Sequence[int],
                                  classes: Sequence[str]) -> str:
-    """The error text for classes of ``classes`` that no ``ann_file``
-    sample has.
+    """The error text for classes that no ``ann_file`` sample has.
 
     Args:
         dataset: The dataset (a ``CustomDataset`` with ``ann_file``).
@@ -100,17 +95,12 @@ def empty_listed_classes_message(dataset, missing: Sequence[int],
 
 
 class NonEmptyClassesMixin:
-    """Refuse, while loading, a class without samples unless
-    ``allow_empty_classes=True``.
+    """Refuse a class without samples unless ``allow_empty_classes=True``.
 
-    For a subclass of mmpretrain's ``CustomDataset`` (put it before that
-    class among the bases): in folder-tree mode (no ``ann_file``,
-    ``with_label=True``) every class folder must hold an image file; with
-    an ``ann_file`` and ``classes`` given (and
-    :attr:`CHECK_LISTED_CLASSES`), every listed class must have a sample.
-    Hooks into ``load_data_list``, which mmengine's ``full_init`` calls at
-    build time (``lazy_init=False``). With ``allow_empty_classes=True``
-    mmpretrain's behaviour is kept (folder tree: a logged warning).
+    For a subclass of mmpretrain's ``CustomDataset`` (before it among the
+    bases): every class folder must hold an image file, and with an
+    ``ann_file`` and ``classes`` (and :attr:`CHECK_LISTED_CLASSES`) every
+    listed class must have a sample. Hooks into ``load_data_list``.
 
     Args:
         *args: Passed to the next class.

@@ -21,9 +21,8 @@ SPLITS = (None, 'train', 'val')
 
 
 def holdout_mask(num: int, fraction: float) -> np.ndarray:
-    """Which of ``num`` images (in sorted order) are held out: image ``i``
-    is when ``floor((i + 1) f) > floor(i f)``, i.e. ``floor(num * f)``
-    images spread evenly (``f = 0.2``: the 5th, 10th, ...).
+    """Which of ``num`` sorted images are held out: ``floor(num * f)``,
+    spread evenly (``floor((i + 1) f) > floor(i f)``; 0.2: 5th, 10th, ...).
 
     Args:
         num: Images of one class.
@@ -43,14 +42,11 @@ class ImageFolderDataset(NamedReadErrorsMixin, NonEmptyDatasetMixin,
     sub-folders or without, that refuses classes without samples.
 
     Without ``ann_file``, every sub-folder of ``data_prefix`` is a class
-    (sorted names) and its image files, recursively, its samples;
-    ``with_label='auto'`` reads a folder without sub-folders as unlabelled.
-    A class without an image (or, with ``ann_file`` and ``classes``, without
-    a line) is refused naming its folder, where mmpretrain only warns
-    (``allow_empty_classes=True`` keeps that); so are a missing or imageless
-    folder. See docs/own_data.md. ``split`` holds out
-    ``floor(n * val_fraction)`` images of each class, spread evenly
-    (:func:`holdout_mask`), as ``'val'``; the rest are ``'train'``.
+    (sorted names), its image files (recursively) its samples. A class
+    without a sample is refused naming its folder, where mmpretrain only
+    warns; so are a missing or imageless folder (docs/own_data.md).
+    ``split`` holds out ``floor(n * val_fraction)`` images of each class,
+    spread evenly (:func:`holdout_mask`), as ``'val'``.
 
     Args:
         data_root: Root of ``data_prefix`` and ``ann_file``.
@@ -58,15 +54,12 @@ class ImageFolderDataset(NamedReadErrorsMixin, NonEmptyDatasetMixin,
             ``ann_file`` lists), relative to ``data_root``.
         ann_file: ``<path> <label>`` list, or '' to scan the folder.
         with_label: True (class sub-folders), False (unlabelled) or
-            ``'auto'`` (class sub-folders if there are any, else
-            unlabelled). Defaults to True.
+            ``'auto'`` (sub-folders if any). Defaults to True.
         split: None (every image), ``'train'`` or ``'val'`` (see above).
-        val_fraction: Share of each class held out as ``'val'``, in (0, 1).
-            Defaults to 0.2.
-        allow_empty_classes: Keep classes without samples (mmpretrain's
-            warning) instead of raising. Defaults to False.
-        **kwargs: Passed to :class:`mmpretrain.datasets.CustomDataset`
-            (``extensions``, ``metainfo``, ``pipeline``, ...).
+        val_fraction: Share of each class in ``'val'``. Defaults to 0.2.
+        allow_empty_classes: Keep classes without samples (warning, as
+            mmpretrain) instead of raising. Defaults to False.
+        **kwargs: Passed to :class:`mmpretrain.datasets.CustomDataset`.
 
     Example:
         >>> dataset = dict(type='ImageFolderDataset',
@@ -199,6 +192,5 @@ class ImageFolderDataset(NamedReadErrorsMixin, NonEmptyDatasetMixin,
 
     @property
     def has_classes(self) -> bool:
-        """Whether the images are labelled by class folders (or an
-        ``ann_file``)."""
+        """Whether the images are labelled (class folders, ``ann_file``)."""
         return bool(self.with_label)

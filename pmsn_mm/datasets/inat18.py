@@ -1,10 +1,8 @@
 """iNaturalist 2018 (8,142 species, long-tailed), read from the official JSON.
 
 The pretraining set of the paper's §5.2 and one of its §4 transfer tasks
-(Appendix E.2 follows VISSL's ``create_inaturalist2018_data_files.py``). The
-label of an image is the ``category_id`` of its annotation (VISSL reads the
-same number from the image path); parsing is O(N): an ``image_id ->
-category_id`` dict is built once.
+(Appendix E.2 follows VISSL). The label of an image is the ``category_id``
+of its annotation (VISSL reads the same number from the image path).
 
 Expected layout (``data_root``)::
 
@@ -63,8 +61,8 @@ def inat18_samples(annotation: dict,
                    ) -> List[Tuple[str, int]]:
     """``(file_name, category_id)`` of every image of an iNat18 JSON.
 
-    The single source of the iNat18 labels, used by :class:`INat18` and by
-    ``tools/dataset_converters/convert_inat18.py``.
+    The single source of the iNat18 labels (also of
+    ``tools/dataset_converters/convert_inat18.py``).
 
     Args:
         annotation: Parsed ``train2018.json`` / ``val2018.json``.
@@ -109,8 +107,7 @@ class INat18(OriginalLayoutDataset):
             the ``train_val2018/`` image folders.
         split: ``'train'``, ``'val'`` or ``'test'`` (an alias of ``'val'``:
             the official val set is the usual test set).
-        **kwargs: Passed to :class:`mmpretrain.datasets.BaseDataset`
-            (``pipeline``, ``test_mode``, ...).
+        **kwargs: Passed to :class:`mmpretrain.datasets.BaseDataset`.
     """
 
     METAINFO = {'classes': INAT18_CLASSES}

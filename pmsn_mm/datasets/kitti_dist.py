@@ -16,9 +16,8 @@ class  name             distance of closest vehicle
 3      ``above_20``     ``d > 20`` m
 =====  ===============  ==========================
 
-Only KITTI's ``training`` part is labelled, so VISSL draws an 80/20
-train/test split from it with an unseeded ``np.random.permutation``; ours is
-drawn from ``seed`` over the sorted image ids and is reproducible.
+Only KITTI's ``training`` part is labelled, so VISSL draws an unseeded
+80/20 train/test split from it; ours is seeded and reproducible.
 
 Expected layout (``data_root``)::
 
@@ -101,9 +100,7 @@ def kitti_train_test_split(image_ids: Sequence[str],
                            seed: int = 0) -> Dict[str, List[str]]:
     """Seeded, reproducible train/test split of KITTI image ids.
 
-    The ids are sorted first, so the split depends only on the set of ids,
-    ``train_fraction`` and ``seed``. As in VISSL, the train split holds
-    ``round(n * train_fraction)`` images.
+    Of the sorted ids; ``round(n * train_fraction)`` train images (VISSL).
 
     Args:
         image_ids: KITTI image ids (e.g. ``'000123'``).
@@ -131,12 +128,11 @@ def kitti_dist_samples(data_root: str,
                        ) -> List[Tuple[str, int]]:
     """``(image path relative to data_root, label)`` of a KITTI/Dist split.
 
-    The single source of the KITTI/Dist labels and split, used by
-    :class:`KITTIDist` and ``tools/dataset_converters/convert_kitti_dist.py``.
+    The single source of the labels and split (also of
+    ``convert_kitti_dist.py``).
 
     Args:
-        data_root: Folder holding ``training/label_2`` and
-            ``training/image_2``.
+        data_root: Folder holding ``training/{label_2,image_2}``.
         split: ``'train'`` or ``'test'``.
         train_fraction: Fraction of the labelled images used for training.
         seed: Seed of :func:`kitti_train_test_split`.
@@ -171,14 +167,11 @@ class KITTIDist(OriginalLayoutDataset):
     """KITTI/Dist: 4-way classification of the closest vehicle's distance.
 
     Args:
-        data_root: Folder holding ``training/label_2`` and
-            ``training/image_2`` (the extracted KITTI object archives).
-        split: ``'train'`` or ``'test'`` (a seeded 80/20 split of KITTI's
-            labelled ``training`` images).
+        data_root: Folder holding ``training/{label_2,image_2}``.
+        split: ``'train'`` or ``'test'`` (a seeded 80/20 split).
         train_fraction: Fraction of images in the train split.
         seed: Seed of the split; train and test must use the same one.
-        **kwargs: Passed to :class:`mmpretrain.datasets.BaseDataset`
-            (``pipeline``, ``test_mode``, ...).
+        **kwargs: Passed to :class:`mmpretrain.datasets.BaseDataset`.
     """
 
     METAINFO = {'classes': KITTI_DIST_CLASSES}

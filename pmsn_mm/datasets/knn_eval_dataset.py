@@ -1,13 +1,10 @@
 """A memory (train) split and a query (test) split in one val dataset.
 
-Feeds :class:`pmsn_mm.evaluation.metrics.KNNAccuracy` (and the
-logistic-regression metrics) through
-:class:`~pmsn_mm.evaluation.metrics.FeatureValLoop` /
-:class:`~pmsn_mm.evaluation.metrics.FeatureTestLoop`: one dataloader pass
-extracts the features of both splits, and every packed sample says which
-split it came from in its metainfo. The first of the kNN benchmark's three
-files (:mod:`pmsn_mm.evaluation.metrics.frozen_features` describes the
-path).
+One dataloader pass of :class:`~pmsn_mm.evaluation.metrics.FeatureValLoop`
+/ ``FeatureTestLoop`` extracts the features of both splits for
+:class:`~pmsn_mm.evaluation.metrics.KNNAccuracy` (and the logistic
+regressions), every sample tagged with its split. The first of the kNN
+benchmark's three files (:mod:`pmsn_mm.evaluation.metrics.frozen_features`).
 """
 from typing import List, Tuple, Union
 
@@ -23,16 +20,13 @@ KNN_ROLES = ('memory', 'query')
 class KNNEvalDataset:
     """Concatenation ``[memory samples..., query samples...]`` tagged by role.
 
-    ``dataset[i]`` runs the wrapped dataset's pipeline (which must end with
-    ``PackInputs``) and then sets ``data_samples.<role_key>`` (a metainfo
-    field) to ``'memory'`` or ``'query'``. ``metainfo`` is the query
-    dataset's. Both datasets should use the test pipeline.
+    ``dataset[i]`` runs the wrapped pipeline (ending with ``PackInputs``;
+    both should be test pipelines) and sets the metainfo field
+    ``<role_key>`` to ``'memory'`` or ``'query'``; ``metainfo`` is the query's.
 
     Args:
-        memory: Dataset (config or instance) forming the k-NN memory bank,
-            usually the train split.
-        query: Dataset (config or instance) that is classified, usually the
-            val/test split.
+        memory: Dataset (config or instance) of the memory bank (train split).
+        query: Dataset (config or instance) classified, e.g. the test split.
         role_key: Metainfo key of the role. Defaults to ``'knn_role'``.
     """
 

@@ -1,9 +1,6 @@
-"""Low-shot training subsets: seeded per-class subsets or an official list.
-
-The paper reports CIFAR100 1% and ImageNet 1% (its Appendix tables); the
-ImageNet subset is SimCLR's official ``1percent.txt`` (one file name per
-line, e.g. ``n01558993_4351.JPEG``). Subsets are drawn from the wrapped
-(training) dataset only, so they never touch a test split.
+"""Low-shot training subsets: seeded per-class subsets or an official list
+(SimCLR's ``1percent.txt`` for ImageNet 1 %), drawn from the wrapped
+training dataset only, so they never touch a test split.
 """
 import os.path as osp
 from typing import Dict, List, Optional, Sequence, Union, cast
@@ -22,12 +19,9 @@ def per_class_subset_indices(labels: Union[Sequence[int], np.ndarray],
                              seed: int = 0) -> np.ndarray:
     """Seeded per-class subset of a labelled dataset.
 
-    Exactly one of ``images_per_class`` and ``fraction`` is given. Class
-    ``c`` with ``n_c`` images keeps ``images_per_class`` images, or
-    ``max(1, round(fraction * n_c))`` (the same fraction of every class, so
-    a balanced dataset such as CIFAR100 gets exactly the same count per
-    class: 1% -> 5 images). Images of a class are chosen by a permutation
-    from ``np.random.default_rng(seed)``.
+    Exactly one of ``images_per_class`` and ``fraction`` is given; class
+    ``c`` keeps ``images_per_class`` or ``max(1, round(fraction * n_c))``
+    images, chosen by a permutation from ``np.random.default_rng(seed)``.
 
     Args:
         labels: Class label of every image, shape (N,).
@@ -123,19 +117,15 @@ class LowShotDataset:
     Give exactly one of ``fraction``, ``images_per_class`` and
     ``list_file``. ``dataset[i]`` is ``dataset.dataset[indices[i]]``.
 
-    Example (ImageNet 1% with SimCLR's list; CIFAR100 1%)::
+    Example (ImageNet 1% with SimCLR's list)::
 
         dict(type='LowShotDataset', list_file='data/imagenet/1percent.txt',
              dataset=dict(type='ImageNet', data_root='data/imagenet',
                           split='train', pipeline=train_pipeline))
-        dict(type='LowShotDataset', fraction=0.01, seed=0,
-             dataset=dict(type='CIFAR100Sorted', data_root='data/cifar100',
-                          split='train', pipeline=train_pipeline))
 
     Args:
-        dataset: The full training dataset (config or instance) with
-            annotations (``get_gt_labels``/``get_cat_ids``; ``img_path`` in
-            its data infos for ``list_file``).
+        dataset: The full labelled training dataset (config or instance;
+            ``img_path`` in its data infos for ``list_file``).
         fraction: Keep this fraction of every class, in (0, 1].
         images_per_class: Keep this many images of every class.
         list_file: Keep the images whose file names this file lists.

@@ -1,12 +1,9 @@
 """A clear error when a dataset loads no samples, or too few for a batch.
 
-mmengine's ``BaseDataset`` accepts an empty annotation list, and an
-``indices`` setting that selects nothing, and fails later, far from the
-cause: ``need at least one array to concatenate`` (serialising the data
-list) or ``ZeroDivisionError`` (``DefaultSampler``). Datasets that inherit
+mmengine accepts an empty annotation list or an ``indices`` that selects
+nothing, and fails later, far from the cause. Datasets that inherit
 :class:`NonEmptyDatasetMixin` first raise an error naming the dataset type,
-``data_root``, ``split`` and annotation file, and the setting that emptied
-it (``filter_cfg`` or ``indices``).
+``data_root``, ``split``, annotation file and the setting that emptied it.
 """
 from typing import Any, List, Optional, Sequence, Union, cast
 
@@ -41,13 +38,9 @@ def empty_dataset_message(dataset, num_loaded: int) -> str:
 
 
 def selects_nothing(indices: Optional[Union[int, Sequence[int]]]) -> bool:
-    """Whether mmengine's ``indices`` setting keeps no sample of a
-    non-empty data list.
+    """Whether ``indices`` keeps no sample of a non-empty data list.
 
-    mmengine keeps the first ``n`` samples for an int ``n >= 0``, the last
-    ``-n`` for a negative one, and the listed samples for a sequence (an
-    index out of range raises there), so only ``0`` and an empty sequence
-    leave nothing.
+    Only ``0`` and an empty sequence leave nothing.
 
     Args:
         indices: The dataset's ``indices`` argument (None: every sample).
@@ -77,10 +70,9 @@ def empty_subset_message(dataset, num_kept: int, filtered: bool) -> str:
 
 
 def check_has_batches(loader, name: str = 'train_dataloader') -> None:
-    """Refuse a dataloader whose epoch holds no batch (a small dataset under
-    a large batch with ``drop_last=True``), naming the numbers and the
-    setting to lower, before mmengine fails far from the cause (``epoch_length
-    must be a positive integer, but got 0`` while building the schedulers).
+    """Refuse a dataloader whose epoch holds no batch (small dataset, large
+    batch, ``drop_last=True``), naming the numbers, before mmengine fails
+    far from the cause (``epoch_length must be a positive integer``).
 
     Args:
         loader: A built ``torch.utils.data.DataLoader``.
@@ -111,11 +103,9 @@ class NonEmptyDatasetMixin:
     empty, or when the ``indices`` setting selects none of its samples.
 
     Put it first among the bases: ``class MyDataset(NonEmptyDatasetMixin,
-    BaseDataset)``. Hooks into ``filter_data``, which mmengine's
-    ``full_init`` calls right after ``load_data_list`` and right before it
-    applies ``indices`` (and serialises the data list), so both checks run
-    before mmengine's own errors, whether ``serialize_data`` is True or
-    False.
+    BaseDataset)``. Hooks into ``filter_data``, which ``full_init`` calls
+    before it applies ``indices``, so both checks run before mmengine's
+    own errors.
     """
 
     # set by the mmengine dataset this class is mixed into

@@ -12,18 +12,14 @@ from .read_errors import NamedReadErrorsMixin
 class OriginalLayoutDataset(NamedReadErrorsMixin, NonEmptyDatasetMixin,
                             BaseDataset):
     """An mmpretrain ``BaseDataset`` whose samples come from the dataset's
-    own annotation files (JSON scenes, label folders, ...), with no
-    annotation list to convert first and no image read.
-
-    Subclasses set ``SPLITS`` and implement :meth:`samples`: ``(image path
-    relative to data_root, label)`` pairs of ``self.split``.
+    own annotation files (no list to convert, no image read): subclasses
+    set ``SPLITS`` and implement :meth:`samples`.
 
     Args:
         data_root: The dataset's root folder.
         split: One of ``SPLITS``. Defaults to ``'train'``.
         **kwargs: Passed to :class:`mmpretrain.datasets.BaseDataset`
-            (``pipeline``, ...); ``test_mode`` defaults to
-            ``split != 'train'``.
+            (``test_mode`` defaults to ``split != 'train'``).
     """
 
     SPLITS: Sequence[str] = ('train', 'test')

@@ -15,22 +15,13 @@ def padded_collate(data_batch: Sequence[dict],
     the top-left corner (zeros elsewhere), and that the data-sample fields
     named in ``sample_keys`` are also stacked into batch tensors.
 
-    For the decode-only loader of ``BatchAugmentPreprocessor``: one
-    contiguous tensor per batch (one host-to-device copy), each image's
-    size in ``img_shapes`` (one long tensor of shape (B, 2) that moves with
-    the batch; only in a padded batch) and in its data sample's
-    ``img_shape`` (``PackInputs`` keeps it), from which the pre-processor
-    draws crops in the image's own coordinates. A loader with
-    ``pin_memory=True`` pins every tensor of the batch dict (not the data
-    samples').
+    For ``BatchAugmentPreprocessor``'s decode-only loader: one tensor per
+    batch (one host-to-device copy), sizes in ``img_shapes`` (long (B, 2)).
 
     Args:
-        data_batch: Packed samples, ``dict(inputs=Tensor (C, H_i, W_i),
-            data_samples=...)``.
+        data_batch: Packed samples, ``dict(inputs=(C, H_i, W_i), ...)``.
         sample_keys: Data-sample fields (tensors of one shape) to stack
-            into ``batch[key]`` of shape (B, ...) as well, for a model that
-            reads them in training (``BatchCastPreprocessor(sample_keys=
-            ...)`` then uploads them with the batch).
+            into ``batch[key]`` (B, ...) too (``BatchCastPreprocessor``).
 
     Returns:
         ``dict(inputs=Tensor (B, C, H, W), data_samples=[...])``, plus

@@ -1,5 +1,4 @@
-"""Toy dataset of paper §5.1 / Fig. 3: power-law digits over uniform
-backgrounds."""
+"""Toy dataset of paper §5.1 / Fig. 3: power-law digits on backgrounds."""
 import os.path as osp
 from typing import List, Optional, Sequence, Tuple, cast
 
@@ -14,8 +13,7 @@ from .non_empty import NonEmptyDatasetMixin
 from .procedural_shapes import (SHAPE_CLASSES, SHAPE_OPTIONS, render_noise,
                                 render_shapes)
 
-#: The 10 photographs scikit-image ships (``skimage.data.data_dir``) that
-#: serve as the offline background classes.
+#: scikit-image's 10 photographs: the offline ``'skimage'`` backgrounds.
 SKIMAGE_PHOTOS = ('astronaut.png', 'brick.png', 'camera.png', 'chelsea.png',
                   'coffee.png', 'coins.png', 'grass.png', 'moon.png',
                   'motorcycle_left.png', 'rocket.jpg')
@@ -81,42 +79,34 @@ def _read_split(dataset_cls: type, data_root: str, folder: str, split: str,
 class PowerLawOverlayDataset(NonEmptyDatasetMixin, BaseDataset):
     """Grayscale backgrounds with a power-law digit in the top-left corner.
 
-    The toy set of paper §5.1 (Fig. 3): a grayscale background, uniform
-    over its classes, with a digit in the top-left ``digit_size`` corner;
-    ``P(digit = d) ∝ (d + 1)^-tau``. ``label`` picks which of
-    ``digit_label`` / ``background_label`` is ``gt_label``. Images are built
-    once from ``seed`` and ``split`` and kept in memory. Offline sources:
-    scikit-learn's 8×8 digits (disjoint 70/30 split); ``'shapes'``
-    (:mod:`~pmsn_mm.datasets.procedural_shapes`), ``'noise'`` (no object:
-    the digit-only control) or ``'skimage'`` crops (:data:`SKIMAGE_PHOTOS`)
-    backgrounds. The paper's CIFAR-10 / MNIST are read from disk, never
-    downloaded. See docs/data.md. To keep both labels after packing, use
-    ``dict(type='PackInputs', meta_keys=('sample_idx', 'digit_label',
-    'background_label'))``.
+    The toy set of paper §5.1 (Fig. 3; docs/data.md): a grayscale
+    background, uniform over its classes, with a digit in the top-left
+    ``digit_size`` corner, ``P(digit = d) ∝ (d + 1)^-tau``; built once from
+    ``seed`` and ``split``, kept in memory. Offline sources: scikit-learn's
+    8×8 digits (disjoint 70/30 split); ``'shapes'``, ``'noise'`` (the
+    digit-only control) or ``'skimage'`` backgrounds; CIFAR-10 / MNIST are
+    read from disk. Keep both labels with ``PackInputs(meta_keys=(...,
+    'digit_label', 'background_label'))``.
 
     Args:
         split: ``'train'`` or ``'test'``.
-        num_samples: Number of images. Defaults to 5,000 (train) / 1,000
-            (test) offline and to the size of the CIFAR-10 split otherwise.
+        num_samples: Number of images. Defaults to 5,000 / 1,000 (test)
+            offline, else the size of the CIFAR-10 split.
         image_size: Side of the square output image, in pixels.
         digit_size: Side of the pasted digit, in pixels (≤ image_size).
         tau: Power-law exponent of the digit distribution (≥ 0).
         label: Which label is ``gt_label``: ``'digit'`` or ``'background'``.
-        background_source: ``'shapes'``, ``'noise'`` or ``'skimage'``
-            (offline), or ``'cifar10'``.
+        background_source: ``'shapes'``, ``'noise'``, ``'skimage'``, or
+            ``'cifar10'``.
         digit_source: ``'sklearn'`` (offline) or ``'mnist'``.
-        background_root: CIFAR-10 ``data_root`` (folder holding
-            ``cifar-10-batches-py``); only for ``'cifar10'``.
+        background_root: CIFAR-10 ``data_root``; only for ``'cifar10'``.
         digit_root: MNIST ``data_root``; only for ``'mnist'``.
         channels: 3 (gray replicated, for standard backbones) or 1.
         shape_options: Only for ``'shapes'``: keyword arguments of
-            :func:`~pmsn_mm.datasets.procedural_shapes.render_shapes`
-            (``radius_range``, ``centre_range``, ``max_angle``,
-            ``contrast_range``, ``noise_std``). Defaults to None (the
-            module's defaults).
+            :func:`~pmsn_mm.datasets.procedural_shapes.render_shapes`.
+            Defaults to None.
         seed: Seed of every random choice.
-        **kwargs: Passed to :class:`mmpretrain.datasets.BaseDataset`
-            (``pipeline``, ``test_mode``, ``indices``, ...).
+        **kwargs: Passed to :class:`mmpretrain.datasets.BaseDataset`.
     """
 
     def __init__(self,

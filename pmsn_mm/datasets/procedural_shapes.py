@@ -1,13 +1,10 @@
 """Procedural shape images: the offline toy set's semantic background classes.
 
-Each image shows one light object of one of :data:`SHAPE_CLASSES` at a random
-position, size and rotation on a darker background, with random grey levels
-and pixel noise; every image is then standardised to the same mean and
-standard deviation. The class is a property of the object's *shape* only, so
-it has to be learned. Global brightness and contrast carry no information at
-all (standardisation), so that they cannot serve as an easy, view-invariant
-nuisance feature whose thresholds would let a clustering objective meet *any*
-cluster prior without looking at the shapes or the digit.
+Each image shows one light object of one of :data:`SHAPE_CLASSES` at a
+random position, size and rotation, with random grey levels and noise, then
+standardised: the class is a property of the *shape* only, and brightness
+and contrast carry no information that a clustering objective could cut to
+meet *any* cluster prior.
 """
 from typing import Optional, Sequence, Tuple
 
@@ -34,17 +31,8 @@ SUPERSAMPLE = 3
 
 
 def _class_mask(k: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Inside-the-object mask of class ``k`` (:data:`SHAPE_CLASSES` order)
-    in object coordinates (radius 1).
-
-    Args:
-        k: Class index.
-        u: Float array, rotated/scaled x coordinate.
-        v: Float array of the same shape, rotated/scaled y coordinate.
-
-    Returns:
-        Bool array of that shape.
-    """
+    """Inside-the-object mask of class ``k`` at object coordinates ``(u,
+    v)`` (arrays of one shape; radius 1)."""
     name = SHAPE_CLASSES[k]
     if name == 'disk':
         return np.sqrt(u**2 + v**2) < 1.0
@@ -74,17 +62,8 @@ def _class_mask(k: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 def _shape_masks(label: np.ndarray, u: np.ndarray,
                  v: np.ndarray) -> np.ndarray:
-    """Inside-the-object masks in object coordinates (radius 1); each image
-    is tested against its own class's shape only.
-
-    Args:
-        label: Int array of shape (N, 1, 1), class indices.
-        u: Float array of shape (N, S, S), rotated/scaled x coordinate.
-        v: Float array of shape (N, S, S), rotated/scaled y coordinate.
-
-    Returns:
-        Bool array of shape (N, S, S).
-    """
+    """Bool (N, S, S) masks of each image's own class (``label`` (N, 1,
+    1)) at object coordinates ``u``, ``v`` (N, S, S)."""
     label = label.reshape(-1)
     out = np.zeros(u.shape, dtype=bool)
     for k in np.unique(label):
@@ -108,25 +87,20 @@ def render_shapes(labels: np.ndarray,
                   noise_std: float = NOISE_STD) -> np.ndarray:
     """Render one random object of each given class.
 
-    The keyword arguments set the within-class variation. Any of it that the
-    SSL augmentation does not re-randomise between two views (orientation
-    always; position and size under mild crops) is a view-invariant,
-    continuous feature that a clustering objective can cut into clusters of
-    any sizes, i.e. one that satisfies *any* cluster prior (see
-    docs/toy_prior_study.md); narrowing it is how the study removes them.
+    The keyword arguments set the within-class variation; what the views
+    do not re-randomise is a continuous feature that can satisfy *any*
+    cluster prior (docs/toy_prior_study.md).
 
     Args:
         labels: Int array of shape (N,), values in ``[0, len(SHAPE_CLASSES))``.
         size: Image side S in pixels.
         rng: Random generator (all randomness comes from it).
         radius_range: Object radius range, as a fraction of S, in (0, 0.5].
-        centre_range: Range of both centre coordinates, as a fraction of S,
-            in [0, 1]; None keeps the centre at least 0.6 radius inside the
-            image.
+        centre_range: Range of both centre coordinates, as a fraction of S, in
+            [0, 1]; None keeps the centre at least 0.6 radius inside the image.
         max_angle: Rotations are uniform in ``[0, max_angle]`` radians,
             ``0 <= max_angle <= 2 pi`` (0: every object upright).
-        contrast_range: Range of the object's grey-level excess over the
-            background, >= 0.
+        contrast_range: Object's grey-level excess over the background, >= 0.
         noise_std: Standard deviation of the pixel noise, >= 0.
 
     Returns:

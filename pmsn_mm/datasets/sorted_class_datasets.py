@@ -2,22 +2,12 @@
 
 VISSL (the paper's Appendix E.2 evaluation) numbers classes by folder name
 order, which is not stable across its converters (``os.listdir`` order).
-These subclasses of mmpretrain's datasets make label ``i`` always mean the
-``i``-th class name in sorted order, whatever order the files use:
-
-- :class:`Places205Sorted`: mmpretrain's ``PLACES205_CATEGORIES`` lists the
-  classes in the order of the official ``categoryIndex_places205.csv`` (the
-  integer labels of the official ``{train,val}_places205.csv`` lists), which
-  is *not* sorted (``'apartment_building/outdoor'`` is class 13, after
-  ``'auditorium'``). With an ``ann_file`` each image gets the sorted index
-  of the class named by its path (checked against its official label);
-  without one (a ``<class>/<image>`` folder tree) the labels already follow
-  sorted folder names, and the classes are those names.
-- :class:`CIFAR100Sorted`: CIFAR-100's integer labels index the
-  ``fine_label_names`` of its ``meta`` file, which the official release
-  stores sorted, so the remapping is the identity there (and mmpretrain's
-  ``CIFAR100_CATEGORIES`` is sorted too); the class still reads the names
-  from ``meta`` and remaps, so a re-packed copy cannot silently permute them.
+These subclasses make label ``i`` always mean the ``i``-th class name in
+sorted order: mmpretrain's ``PLACES205_CATEGORIES`` follows the official
+``categoryIndex_places205.csv``, which is *not* sorted
+(:class:`Places205Sorted` remaps it); CIFAR-100's ``fine_label_names`` are
+sorted in the official release, and :class:`CIFAR100Sorted` still reads
+and remaps them so that a re-packed copy cannot silently permute them.
 """
 import os.path as osp
 import pickle
@@ -80,9 +70,7 @@ def _remap(data_list: List[dict], mapping: Dict[int, int],
 def places205_class_from_path(rel_path: str) -> Optional[str]:
     """Class name encoded in an official Places205 image path, if any.
 
-    Official paths are ``<first letter>/<class name>/<file>``, e.g.
-    ``'a/apartment_building/outdoor/x.jpg'`` ->
-    ``'apartment_building/outdoor'``.
+    Official paths are ``<first letter>/<class name>/<file>``.
 
     Args:
         rel_path: Image path relative to the image folder.
@@ -102,27 +90,20 @@ class Places205Sorted(NamedReadErrorsMixin, NonEmptyDatasetMixin,
     """mmpretrain's ``Places205`` with labels in sorted class-name order.
 
     With an annotation list (official ``<letter>/<class>/<file> <label>``
-    lines), the label comes from the class name in the path and is checked
-    against the official label (``PLACES205_CATEGORIES[label]``); paths
-    without a class name fall back to the official label, renumbered.
-    Without an annotation list (a ``<class>/<image>`` folder tree), labels
-    follow the sorted folder names, which become the class names; a class
-    folder without an image is refused (:class:`NonEmptyClassesMixin`)
-    unless ``allow_empty_classes=True``. Annotation lists may cover part of
-    the 205 classes (no check against ``classes`` there).
+    lines, possibly of part of the classes), the label comes from the class
+    name in the path, checked against the official label; without one (a
+    ``<class>/<image>`` tree), labels follow the sorted folder names and an
+    empty class folder is refused unless ``allow_empty_classes=True``.
 
     Args:
         data_root: Root of ``data_prefix`` and ``ann_file``.
-        split: Optional shortcut for the official layout: ``'train'`` or
-            ``'val'``/``'test'`` (the val list is the usual test set) sets
-            ``ann_file='trainvalsplit_places205/<train|val>_places205.csv'``
-            and ``data_prefix='data/vision/torralba/deeplearning/
-            images256'`` unless they are given.
+        split: Optional shortcut for the official layout (``'train'``,
+            ``'val'``/``'test'``): sets the official ``ann_file`` and
+            ``data_prefix`` unless they are given.
         data_prefix: Image folder (relative to ``data_root``).
         ann_file: Annotation list, or '' to scan a folder tree.
         **kwargs: Passed to :class:`mmpretrain.datasets.Places205`, and
-            ``allow_empty_classes`` (keep empty class folders of a folder
-            tree, as mmpretrain does: a logged warning; default False).
+            ``allow_empty_classes`` (default False).
     """
 
     METAINFO = {'classes': PLACES205_SORTED_CATEGORIES}

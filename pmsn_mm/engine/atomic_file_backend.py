@@ -1,15 +1,12 @@
 """A local file backend whose writes are atomic (temp file + rename).
 
-mmengine's ``LocalBackend.put`` opens the checkpoint path and writes into
-it, so a process killed while saving leaves a truncated newest checkpoint.
-:class:`AtomicLocalBackend` writes to a hidden temporary file in the same
-folder, flushes it to disk and renames it over the target
-(``os.replace``, atomic on POSIX and Windows): the path holds either the
-previous complete file or the new complete file, never a partial one.
-
-Registered with mmengine's file-backend registry as ``'atomic_local'``;
-``CheckpointHook(backend_args=dict(backend='atomic_local'))`` (set in
-``configs/_base_/default_runtime.py``) saves checkpoints through it.
+mmengine's ``LocalBackend.put`` writes into the checkpoint path, so a
+process killed while saving leaves a truncated newest checkpoint.
+:class:`AtomicLocalBackend` writes a hidden temporary file in the same
+folder, flushes it and ``os.replace``-s it over the target: the path holds
+the previous complete file or the new one, never a partial one.
+Registered as ``'atomic_local'`` (``configs/_base_/default_runtime.py``'s
+``CheckpointHook(backend_args=dict(backend='atomic_local'))``).
 """
 import io
 import os
@@ -28,10 +25,8 @@ BACKEND_NAME = 'atomic_local'
 def atomic_write_bytes(data: bytes, filepath: Union[str, Path]) -> None:
     """Write ``data`` to ``filepath`` atomically.
 
-    The data goes to ``.<name>.<random>.tmp`` in the target folder, is
-    flushed and fsync'ed, then renamed over ``filepath``. On an exception the
-    temporary file is removed; after a kill it stays behind (hidden, never
-    taken for a checkpoint).
+    Via a hidden ``.<name>.<random>.tmp`` beside it, fsync'ed, then renamed
+    (removed on an exception; after a kill it stays, hidden).
 
     Args:
         data: The bytes to write.
@@ -60,9 +55,7 @@ def atomic_write_bytes(data: bytes, filepath: Union[str, Path]) -> None:
 
 
 def atomic_torch_save(obj: Any, filepath: Union[str, Path]) -> None:
-    """``torch.save`` written with :func:`atomic_write_bytes`: ``filepath``
-    holds the previous file or the whole new one, never a partial one (the
-    model converters' outputs).
+    """``torch.save`` through :func:`atomic_write_bytes` (converters).
 
     Args:
         obj: What ``torch.save`` writes.
@@ -75,9 +68,8 @@ def atomic_torch_save(obj: Any, filepath: Union[str, Path]) -> None:
 
 
 def write_error_message(error: OSError, filepath: str, size: int) -> str:
-    """What :func:`atomic_write_bytes` says when the system refuses a write
-    (disk full, quota, permissions): the file, the size, the free space,
-    and that the previous file is unchanged.
+    """The message of a refused write (disk full, ...): file, size, free
+    space, and that the previous file is unchanged.
 
     Args:
         error: The system's error.
@@ -96,10 +88,7 @@ def write_error_message(error: OSError, filepath: str, size: int) -> str:
 
 
 class AtomicLocalBackend(LocalBackend):
-    """``LocalBackend`` with atomic :meth:`put` and :meth:`put_text`.
-
-    Reading, listing and removing are inherited unchanged.
-    """
+    """``LocalBackend`` with atomic :meth:`put` and :meth:`put_text`."""
 
     def put(self, obj: bytes, filepath: Union[str, Path]) -> None:
         """Write bytes to ``filepath`` atomically.

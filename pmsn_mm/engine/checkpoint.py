@@ -1,19 +1,12 @@
-"""Safe resume: allow-list exactly the non-tensor types of mmengine
-checkpoints.
+"""Safe resume: allow-list exactly the non-tensor types of checkpoints.
 
-Since torch 2.6, ``torch.load`` defaults to ``weights_only=True``, which
-refuses every global that is not explicitly allow-listed. mmengine 0.10.x
-training checkpoints carry a ``message_hub`` state with
-:class:`mmengine.logging.HistoryBuffer` objects (numpy arrays inside, and the
-buffer's statistic methods pickled as ``getattr(HistoryBuffer, 'min')``) and
-numpy scalars in the runtime info, so ``--resume`` dies with
-``Weights only load failed ... HistoryBuffer``.
-
+``torch.load`` defaults to ``weights_only=True`` (torch >= 2.6), which refuses
+the ``HistoryBuffer`` objects, numpy values and ``getattr(HistoryBuffer,
+'min')`` that mmengine 0.10 checkpoints hold, so ``--resume`` would fail.
 Instead of turning ``weights_only`` off, :func:`allow_checkpoint_globals`
-allow-lists exactly those types. ``builtins.getattr`` is *not* allowed as
-such: the name is mapped to :func:`restricted_getattr`, which only resolves
-the four statistic methods of ``HistoryBuffer`` and refuses everything else.
-Any other global in a checkpoint is still refused by torch.
+allow-lists exactly those types; ``builtins.getattr`` maps to
+:func:`restricted_getattr`, which resolves only the four statistic methods of
+``HistoryBuffer``. Any other global is still refused by torch.
 """
 from typing import Any, Callable, List, Tuple, Union, cast
 
@@ -25,8 +18,7 @@ from mmengine.logging import HistoryBuffer
 #: histories and ETA (float64), counts (int64).
 CHECKPOINT_DTYPES = ('float64', 'int64')
 
-#: Attributes that mmengine checkpoints look up with ``getattr`` while
-#: unpickling, per allowed owner.
+#: Attributes mmengine checkpoints ``getattr`` while unpickling, by owner.
 ALLOWED_GETATTR = {HistoryBuffer: frozenset({'min', 'max', 'current', 'mean'})}
 
 

@@ -1,15 +1,7 @@
 """Does a checkpoint fit a model? One line saying what it takes and leaves,
 or an error that says how the architectures differ and which shipped
-benchmark configs fit the checkpoint.
-
-mmengine loads ``load_from`` non-strictly: a checkpoint of another
-architecture (or without the ``backbone.`` prefix) leaves weights at their
-initialisation and is evaluated silently. :func:`checkpoint_fit` refuses a
-checkpoint that lacks some of the model's weights or holds them in other
-shapes; for ViT encoders (the ``backbone.*`` weights of PMSN/MSN, MAE,
-data2vec and the probes) it reads the architecture from the weights (width,
-depth, patch size, input channels) and names the shipped benchmark configs
-whose encoder matches (``configs/*/benchmarks/``).
+benchmark configs fit (mmengine loads ``load_from`` non-strictly, silently
+evaluating weights left at their initialisation).
 """
 import glob
 import os.path as osp
@@ -114,8 +106,7 @@ def _by_top(names) -> str:
 def checkpoint_fit(model: torch.nn.Module, state: Mapping[str, torch.Tensor],
                    path: str) -> str:
     """Refuse a checkpoint that lacks some of the model's weights or holds
-    them in other shapes; else one line of what the model takes and what
-    it leaves.
+    them in other shapes; else one line of what the model takes and leaves.
 
     Args:
         model: The model to load (not a DDP wrapper).

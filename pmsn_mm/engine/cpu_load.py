@@ -30,8 +30,7 @@ USER_THREADS = {k: os.environ[k] for k in THREAD_VARIABLES
 PROC_STAT = '/proc/stat'
 #: This process's cgroups (``ID:CONTROLLERS:PATH`` lines).
 PROC_SELF_CGROUP = '/proc/self/cgroup'
-#: Where the cgroup file systems are mounted (v2 directly, v1 one folder
-#: per controller set such as ``cpu,cpuacct``).
+#: Where the cgroup file systems are mounted (v1: a folder per controller).
 CGROUP_ROOT = '/sys/fs/cgroup'
 
 
@@ -89,13 +88,9 @@ def _dir_quota(folder: str) -> Optional[float]:
 
 
 def _cgroup_folders() -> List[str]:
-    """The folders of this process's CPU cgroup and of its ancestors, the
-    cgroup's own first (cgroup v1 where a v1 hierarchy has the ``cpu``
-    controller, else v2); empty where ``/proc/self/cgroup`` is unreadable.
-
-    A folder that is not there is skipped: inside a container the mount's
-    root may itself be the process's cgroup, which the walk up reaches.
-    """
+    """The folders of this process's CPU cgroup and its ancestors, its own
+    first (v1 with a ``cpu`` controller, else v2); missing folders skipped
+    (in a container the mount's root may be the process's cgroup)."""
     text = _read(PROC_SELF_CGROUP)
     if text is None:
         return []
@@ -127,11 +122,7 @@ def _cgroup_folders() -> List[str]:
 
 def cpu_quota() -> Optional[float]:
     """The CPUs a cgroup CPU quota allows this process (Docker's
-    ``--cpus``), or None for no quota (or none readable).
-
-    v2's ``cpu.max`` or v1's ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``
-    of the process's cgroup and its ancestors; the smallest counts.
-    """
+    ``--cpus``; the smallest of its cgroup and ancestors), or None."""
     quotas = [q for q in map(_dir_quota, _cgroup_folders()) if q is not None]
     return min(quotas) if quotas else None
 
@@ -179,9 +170,7 @@ def _busy(fields: List[str]) -> float:
 
 def _machine_busy_seconds() -> Optional[float]:
     """Busy core-seconds since boot of the cores this process owns (the
-    ``cpuN`` lines of its affinity in ``/proc/stat``; the machine-wide
-    ``cpu`` line where the affinity is unknown), or None where they cannot
-    be read."""
+    machine's where the affinity is unknown), or None."""
     text = _read(PROC_STAT)
     if text is None:
         return None
@@ -241,9 +230,8 @@ def other_cores(first: CPUSample, second: CPUSample) -> float:
         second: The later one.
 
     Returns:
-        Busy core-seconds of this process's cores not spent by this process
-        (or its children), per second of wall time; 0 for an empty
-        interval.
+        Busy core-seconds not spent by this process (or its children), per
+        second of wall time; 0 for an empty interval.
     """
     wall = second.wall - first.wall
     if wall <= 0:
@@ -261,8 +249,7 @@ def fair_threads(cores: int, other: float,
 
     Args:
         cores: Cores available to this process.
-        other: Of these, the cores other processes keep busy
-            (:func:`other_cores`).
+        other: Of these, the cores others keep busy (:func:`other_cores`).
         quota: CPUs of a cgroup quota (:func:`cpu_quota`), which caps the
             count (:func:`quota_threads`); None for no quota.
 
@@ -278,9 +265,8 @@ def fair_threads(cores: int, other: float,
 class CPULoadSampler:
     """Readings of the load of this process's cores over time.
 
-    Call :meth:`update` now and then: after at least ``interval`` seconds
-    since the previous reading it returns how many cores other processes
-    used in between.
+    :meth:`update`, after ``interval`` seconds, returns how many cores
+    other processes used since the previous reading.
 
     Args:
         interval: Seconds between two readings. Defaults to 2.
@@ -312,38 +298,3 @@ class CPULoadSampler:
         other = other_cores(self.last, now)
         self.last = now
         return other
-
-
-def fit_threads_once(seconds: float = 0.5) -> Optional[str]:
-    """For a short CPU job (an analysis tool): read the load of this
-    process's cores over ``seconds`` and set torch's threads to the cores
-    other processes leave free (at most a cgroup CPU quota's), once. A
-    process started with ``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS`` keeps
-    its threads.
-
-    Args:
-        seconds: How long to watch the load. Defaults to 0.5.
-
-    Returns:
-        One line saying what was chosen and why, or None where nothing
-        could be read.
-    """
-    import torch
-    if USER_THREADS:
-        setting = ', '.join(f'{k}={v}' for k, v in USER_THREADS.items())
-        return (f'CPU threads: {torch.get_num_threads()} ({setting} set in '
-                'the environment: kept).')
-    first = sample()
-    if first is None:
-        return None
-    time.sleep(seconds)
-    second = sample()
-    if second is None:  # /proc/stat became unreadable meanwhile
-        return None
-    other = other_cores(first, second)
-    cores, quota = available_cores(), cpu_quota()
-    threads = fair_threads(cores, other, quota)
-    torch.set_num_threads(threads)
-    return (f'CPU threads: {threads} of {describe_cores(cores, quota)} '
-            f'(other processes keep {other:.1f} busy; OMP_NUM_THREADS=N '
-            'fixes it).')

@@ -13,18 +13,15 @@ from mmengine.config import Config
 from mmengine.logging import print_log
 
 CPU_LAUNCHERS = ('pytorch', 'slurm')
-#: mmengine's ``set_multi_processing`` warns this in every rank of a
-#: distributed run (once for OMP, once for MKL).
+#: mmengine's ``set_multi_processing`` warns this in every rank (OMP, MKL).
 MMENGINE_THREAD_NOTE = (r'Setting (OMP|MKL)_NUM_THREADS environment '
                         r'variable for each process to be 1 in default')
 
 
 def explain_distributed_thread_notes(launcher: str) -> bool:
-    """In a distributed run, replace mmengine's two thread warnings of every
-    rank (``Setting OMP_NUM_THREADS ... to be 1 in default``, and MKL) by one
-    line of rank 0 that says what they mean here: the variables reach the
-    processes this one starts (dataloader workers); this process's torch
-    threads are :class:`~pmsn_mm.engine.hooks.CPUThreadsHook`'s on a CPU.
+    """In a distributed run, replace mmengine's two per-rank thread
+    warnings (``Setting OMP_NUM_THREADS ... to be 1 in default``) by one
+    line of rank 0 saying what they mean here.
 
     Args:
         launcher: The ``--launcher`` value (nothing happens for ``'none'``).
@@ -63,19 +60,12 @@ def _slurm_env_to_torch_env() -> None:
 
 
 def setup_cpu_distributed(cfg: Config, launcher: str) -> bool:
-    """Prepare a distributed run on CPU: gloo process group + CPU DDP.
-
-    mmengine's ``init_dist`` calls ``torch.cuda.set_device`` and its runner
-    passes CUDA ``device_ids`` to DDP, so neither works without CUDA. When
-    CUDA is unavailable and a launcher is used, this initialises the process
-    group with the gloo backend from the launcher's environment (mmengine
-    then skips its own ``init_dist``) and switches the model wrapper to
+    """Prepare a distributed run on CPU (mmengine's ``init_dist`` needs
+    CUDA): without CUDA and with a launcher, a gloo process group and
     :class:`~pmsn_mm.engine.model_wrappers.DeviceAwareDistributedDataParallel`.
-    With CUDA, or with ``launcher='none'``, it does nothing.
 
     Args:
-        cfg: The training config; ``env_cfg.dist_cfg`` and
-            ``model_wrapper_cfg`` are updated in place.
+        cfg: The training config (updated in place).
         launcher: ``'none'``, ``'pytorch'`` (torchrun) or ``'slurm'``.
 
     Returns:
@@ -132,17 +122,9 @@ def exit_after_distributed_run(runner=None) -> None:
     finalization: flush and close the logs and visualizer backends, then
     ``os._exit(0)``.
 
-    Why: gloo's worker threads (``ProcessGroupGloo::runLoop``) destroy
-    completed collectives asynchronously, and a collective holds tensors
-    owned by Python objects; when that destruction happens while the main
-    thread runs ``Py_FinalizeEx``, acquiring the GIL ends the worker thread
-    inside a C++ destructor, and ``std::terminate`` aborts the rank
-    (``terminate called without an active exception``, SIGABRT) after a
-    run that finished. The threads cannot be joined first: DDP keeps
-    references to the process group that are never released, so
-    ``destroy_process_group`` does not free it. Measured with
-    ``.dev_scripts/count_dist_exit_codes.py``. Only for scripts (``tools/
-    train.py``, ``tools/test.py`` as ``__main__``): it ends the process.
+    Why: gloo's threads destroy completed collectives asynchronously, which
+    during ``Py_FinalizeEx`` aborts the rank (SIGABRT), and cannot be joined
+    first (``.dev_scripts/count_dist_exit_codes.py``). Only for scripts.
 
     Args:
         runner: The finished runner, whose visualizer backends are closed.

@@ -1,14 +1,6 @@
-"""Dataloader settings fitted to the machine a config runs on.
-
-The paper-scale configs ask for the workers and pinned memory of a GPU
-node (``num_workers=10``, ``pin_memory=True``); on a laptop they are noise
-or worse: torch warns that more workers than cores may freeze the loader,
-and that ``pin_memory`` has nothing to pin without an accelerator.
-:func:`fit_loaders_to_machine` caps each loader's workers at the cores the
-process may use, drops ``pin_memory`` where no accelerator is found and
-``persistent_workers`` where a loader has no worker (torch refuses it),
-and returns one line saying what it changed (nothing where the config
-already fits).
+"""Dataloader settings fitted to the machine a config runs on: the
+paper-scale configs ask for a GPU node's workers and pinned memory, which
+on a laptop only make torch warn (:func:`fit_loaders_to_machine`).
 """
 from typing import Any, List, Mapping, MutableMapping, Optional, Tuple, cast
 
@@ -52,8 +44,7 @@ def fit_loaders_to_machine(cfg: Any, cores: Optional[int] = None,
     Args:
         cfg: The merged config.
         cores: Cores to allow (None: the process's CPU affinity).
-        accelerator: Whether an accelerator serves pinned memory (None:
-            ask torch).
+        accelerator: Whether an accelerator serves pinned memory (None: torch).
 
     Returns:
         One line naming every change, or None if nothing changed.

@@ -1,48 +1,21 @@
 """Resume, start fresh or overwrite: every decision about a work dir that
-may hold an earlier run.
+may hold an earlier run (docs/distributed.md, "Work dirs" and "Preemption
+and requeue"). Who calls it (nothing else decides these):
 
-Who calls it (and nothing else decides these):
+- ``tools/train.py``, ``tools/linear_probe_cached.py``:
+  :func:`add_resume_arguments`, :func:`apply_resume_args` (onto
+  ``cfg.resume``, ``cfg.load_from``, ``cfg.overwrite_work_dir``).
+- ``PMSNRunner.train`` and ``run_cached_probe`` of
+  ``tools/cached_probe.py`` (before extracting features): :func:`plan_run`.
+- ``WorkDirOverwriteHook``: :func:`move_aside`, :func:`discard_moved`,
+  :func:`restore_moved`, :func:`existing_checkpoints`.
+- ``PreemptionHook``: :func:`record_last_checkpoint`,
+  :func:`write_preemption_marker`, :func:`remove_preemption_marker`.
+- ``RNGStateHook``: :func:`continues_checkpoint`.
 
-- ``tools/train.py`` and ``tools/linear_probe_cached.py``:
-  :func:`add_resume_arguments` defines ``--resume [auto|PATH]`` and
-  ``--overwrite``; :func:`apply_resume_args` maps them onto ``cfg.resume``,
-  ``cfg.load_from`` and ``cfg.overwrite_work_dir`` (what mmpretrain's tool
-  and ``mim train`` set through ``--cfg-options``).
-- ``PMSNRunner.train`` (whoever built the runner) and
-  ``run_cached_probe`` of ``tools/cached_probe.py`` (before it
-  extracts the features; its ``PMSNRunner`` takes that plan):
-  :func:`plan_run` decides from those three fields and the work dir.
-- ``WorkDirOverwriteHook`` carries out an overwrite plan
-  (:func:`move_aside`, :func:`discard_moved`, :func:`restore_moved`;
-  :func:`existing_checkpoints` tells when the new run has one).
-- ``PreemptionHook`` records the checkpoint it saved on a signal
-  (:func:`record_last_checkpoint`, :func:`write_preemption_marker`) and
-  drops the marker when the run finishes (:func:`remove_preemption_marker`).
-- ``RNGStateHook`` asks :func:`continues_checkpoint` whether the checkpoint
-  it was given is being resumed (not only loaded as weights).
-
-What :func:`plan_run` decides (it touches no file):
-
-- ``resume=True`` without ``load_from`` (``--resume``): ``load_from`` is
-  the last checkpoint of the work dir (:func:`find_resume_checkpoint`); if
-  there is none the run starts from iteration 0 and says so;
-- a run that neither resumes nor overwrites, into a work dir holding
-  ``preempted.json`` (a run stopped by SIGTERM/SIGUSR1 after saving a
-  checkpoint): resumed, so the requeued job's unchanged command continues;
-- a run that does not resume, into a work dir holding checkpoints:
-  refused, unless ``overwrite_work_dir``; then the files are listed for
-  ``WorkDirOverwriteHook``, which moves them aside once training starts;
-- resuming from a checkpoint at the end of the schedule: refused in one
-  line, exit status 0 (:func:`finished_run`).
-
-The last-checkpoint search reads ``last_checkpoint`` with mmengine's
-``find_latest_checkpoint`` (what mmengine's own auto-resume reads); it
-adds what mmengine lacks — mmengine returns the record's text as written
-(the original run's path, wrong for a copied work dir), nothing without
-the record, and never checks that the file is whole: the record is
-resolved inside the work dir first, a truncated file is skipped, and
-without a usable record the newest complete ``iter_N``/``epoch_N.pth`` is
-taken.
+mmengine's ``find_latest_checkpoint`` alone returns the record as written
+(wrong for a copied work dir) and never checks the file is whole, hence
+:func:`find_resume_checkpoint`.
 """
 import argparse
 import json
@@ -127,20 +100,16 @@ def apply_resume_args(cfg: Config, resume: Optional[str],
 # --------------------------------------------------------------- the plan
 @dataclass
 class RunPlan:
-    """What :func:`plan_run` decided, besides ``cfg.resume`` and
-    ``cfg.load_from``.
+    """What :func:`plan_run` decided, besides ``cfg.resume``/``load_from``.
 
     Args:
         notes: Messages for the run's log.
-        replace: Checkpoint files of an earlier run that ``--overwrite``
-            replaces: moved aside when training starts (see
-            ``WorkDirOverwriteHook``), after every component was built.
-        config_dump: With ``replace``: the earlier run's config dump
-            (``<work_dir>/<config file name>``) if there is one, which the
-            new runner rewrites while it is being built.
-        earlier_config: Its bytes, read when planned (a runner that plans
-            after it was built, ``PMSNRunner.train``, passes the bytes it
-            read before instead).
+        replace: Earlier checkpoint files ``--overwrite`` replaces (moved
+            aside by ``WorkDirOverwriteHook`` when training starts).
+        config_dump: With ``replace``: the earlier config dump
+            (``<work_dir>/<config file name>``), if any.
+        earlier_config: Its bytes, read when planned (``PMSNRunner.train``
+            passes the bytes it read before building instead).
     """
 
     notes: List[str] = field(default_factory=list)
@@ -150,8 +119,10 @@ class RunPlan:
 
 
 def plan_run(cfg: Config, overwrite: Optional[bool] = None) -> RunPlan:
-    """Decide whether a training run resumes, starts fresh or overwrites
-    (see the module docstring); touches no file.
+    """Decide whether a run resumes, starts fresh or overwrites (touches
+    no file): ``--resume`` takes :func:`find_resume_checkpoint`;
+    ``preempted.json`` resumes; existing checkpoints are refused unless
+    ``overwrite``; a finished run raises :class:`NothingToDo`.
 
     Args:
         cfg: The config: ``work_dir``, ``resume``, ``load_from``,
@@ -251,12 +222,8 @@ def _decide(cfg: Config, overwrite: bool) -> RunPlan:
 
 # --------------------------------------------- the last-checkpoint search
 def is_complete_checkpoint(path: str) -> bool:
-    """Whether ``path`` is a whole ``torch.save`` file (zip format).
-
-    A truncated copy lacks the zip's central directory at its end, so it is
-    told apart by reading that directory only (not the tensors). Damage in
-    the middle of a complete file is not detected here (``torch.load``
-    reports it).
+    """Whether ``path`` is a whole ``torch.save`` file: reads only the
+    zip's central directory, which a truncated file lacks.
 
     Args:
         path: A checkpoint file.
@@ -345,14 +312,9 @@ def _recorded_checkpoint(work_dir: str) -> Optional[str]:
 def find_resume_checkpoint(work_dir: str,
                            notes: Optional[List[str]] = None
                            ) -> Optional[str]:
-    """The checkpoint that ``--resume`` (without a path) continues from.
-
-    ``last_checkpoint`` holds the path CheckpointHook wrote, which may be
-    absolute or relative to the original process's current folder. It is
-    resolved relative to ``work_dir`` first (its file name inside
-    ``work_dir``), then as written (checkpoints saved to a separate
-    ``out_dir``). If it is missing, empty or names no existing file, the
-    newest numbered checkpoint in ``work_dir`` is used.
+    """The checkpoint ``--resume`` (without a path) continues from:
+    ``last_checkpoint``'s file name inside ``work_dir``, else its path as
+    written (a separate ``out_dir``), else :func:`newest_checkpoint`.
 
     Args:
         work_dir: The run's work dir.
@@ -401,10 +363,8 @@ def record_last_checkpoint(work_dir: str, checkpoint: str) -> None:
 
 # ------------------------------------------------------- finished, resumed
 def finished_run(checkpoint: str, train_cfg: Any) -> Optional[str]:
-    """Whether resuming from ``checkpoint`` has nothing left to train.
-
-    Reads only the checkpoint's ``meta`` (memory-mapped, so a large file
-    costs nothing); a file that cannot be read so is left to mmengine.
+    """Whether resuming from ``checkpoint`` has nothing left to train
+    (reads its ``meta`` memory-mapped; an unreadable file: None).
 
     Args:
         checkpoint: The checkpoint a resume would load.
@@ -435,11 +395,8 @@ def finished_run(checkpoint: str, train_cfg: Any) -> Optional[str]:
 
 def continues_checkpoint(loop_iter: int,
                          checkpoint_iter: Optional[int]) -> bool:
-    """Whether training continues a checkpoint it loaded (a resume), rather
-    than only loading its weights (``load_from`` without ``resume``).
-
-    mmengine's resume sets the loop's iteration to the checkpoint's
-    ``meta['iter']``; loading weights leaves it at 0.
+    """Whether training resumes a loaded checkpoint (mmengine's resume sets
+    the loop's iteration to its ``meta['iter']``; loading weights: 0).
 
     Args:
         loop_iter: ``runner.iter`` when training starts.
@@ -460,9 +417,8 @@ def write_preemption_marker(work_dir: str, checkpoint: str, iteration: int,
         checkpoint: The checkpoint saved on the signal.
         iteration: Its iteration.
         signal_name: E.g. ``'SIGUSR1'``.
-        slurm_job_id: The Slurm job (``SLURM_JOB_ID``), if any: a requeued
-            job keeps its id, so its command resumes even if it holds
-            ``--overwrite``.
+        slurm_job_id: ``SLURM_JOB_ID``, if any (a requeued job keeps it and
+            resumes even with ``--overwrite``).
 
     Returns:
         The marker's path.

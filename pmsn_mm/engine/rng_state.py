@@ -1,12 +1,8 @@
-"""Capture and restore the global random states of a process.
-
-The states are Python's ``random``, numpy's legacy global generator
-(``np.random.*``, used by mmcv/mmpretrain transforms), torch's CPU generator
-and, when CUDA is in use, the current CUDA device's generator.
-
-:func:`rng_state_to_checkpoint` turns a captured state into tensors, ints,
-floats and ``None`` only, so a checkpoint holding it loads with
-``torch.load(weights_only=True)`` without allow-listing any new global.
+"""Capture and restore the global random states of a process: Python's
+``random``, numpy's legacy global generator (mmcv/mmpretrain transforms),
+torch's CPU generator and, when CUDA is in use, the current device's.
+:func:`rng_state_to_checkpoint` turns a state into tensors and plain
+scalars, so a checkpoint holding it loads with ``weights_only=True``.
 """
 import random
 from typing import Any, Dict
@@ -20,9 +16,6 @@ RNG_STATE_KEYS = ('python', 'numpy', 'torch', 'cuda')
 
 def get_rng_state() -> Dict[str, Any]:
     """The global random states of this process, as the libraries give them.
-
-    Cheap (no conversion); see :func:`rng_state_to_checkpoint` for a form
-    that can be saved.
 
     Returns:
         ``dict(python=random.getstate(), numpy=np.random.get_state(),
@@ -43,9 +36,7 @@ def set_rng_state(state: Dict[str, Any]) -> None:
     """Restore states from :func:`get_rng_state`.
 
     Args:
-        state: A dict from :func:`get_rng_state`. A ``cuda`` state is
-            restored on the current CUDA device when CUDA is available, and
-            ignored otherwise.
+        state: A dict from :func:`get_rng_state` (``cuda`` needs CUDA).
     """
     random.setstate(state['python'])
     np.random.set_state(state['numpy'])

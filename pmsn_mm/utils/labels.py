@@ -35,13 +35,9 @@ def _as_label_array(labels: Any, n: int, source: str) -> np.ndarray:
 def get_dataset_labels(dataset: Any) -> np.ndarray:
     """Return the class label of every image of ``dataset``.
 
-    Looked up, in this order: the mmengine wrappers ``RepeatDataset``,
-    ``ClassBalancedDataset``, (mmengine or torch) ``ConcatDataset``, torch
-    ``Subset`` and the Runner's ``num_batch_per_epoch`` slice (recursively,
-    vectorised over the wrapped datasets);
-    ``dataset.get_gt_labels()`` (mmpretrain datasets, one call); and
-    ``dataset.get_cat_ids(idx)`` for every index (mmengine datasets; a Python
-    loop over the annotations, so slower, but no image is loaded).
+    Through mmengine/torch dataset wrappers (recursively), then
+    ``get_gt_labels()`` (mmpretrain), then ``get_cat_ids(idx)`` per index
+    (mmengine; slower, but no image is loaded).
 
     Args:
         dataset: The dataset. Must be ``Sized``.
@@ -114,11 +110,9 @@ def label_counts(dataset: Any, setting: str = 'dataset') -> np.ndarray:
     """Count the ground-truth labels of a dataset.
 
     Args:
-        dataset: A labelled dataset, read by :func:`get_dataset_labels`. If it
-            has ``CLASSES`` (not None), the counts have ``len(CLASSES)``
-            entries, so a class without samples shows up as a zero count.
-        setting: Name of the setting in error messages, e.g.
-            ``'ClassPrior dataset'``.
+        dataset: A labelled dataset (:func:`get_dataset_labels`); with
+            ``CLASSES``, a class without samples counts 0.
+        setting: Name in error messages, e.g. ``'ClassPrior dataset'``.
 
     Returns:
         np.ndarray of shape (num_classes,), int64.

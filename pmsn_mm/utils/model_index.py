@@ -1,20 +1,15 @@
 """pmsn_mm's model index in mmpretrain's ``ModelHub``.
 
-``import pmsn_mm`` calls :func:`register_model_index`, after which
+After :func:`register_model_index` (called by ``import pmsn_mm``),
 ``mmpretrain.list_models('*pmsn*')`` lists the pretraining configs and
-``mmpretrain.get_model(name)`` builds one (``Weights: null``: no checkpoint
-is published, so ``pretrained=True`` warns and builds random weights).
-
-The index is ``model-index.yml`` with one ``configs/<method>/metafile.yml``
-per method. An installed wheel carries it with the configs in
-``pmsn_mm/.mim/`` (where ``mim`` looks, see ``setup.py``); a source checkout
-(``pip install -e .``) reads it from the repository root.
+``mmpretrain.get_model(name)`` builds one (no checkpoint is published). The
+index is ``model-index.yml``, read from ``pmsn_mm/.mim/`` in a wheel or
+from the repository root in a source checkout.
 """
 import os.path as osp
 from typing import Optional
 
-#: Set once the index is in ``ModelHub`` (``register_model_index`` refuses
-#: a name registered twice).
+#: Set once the index is in ``ModelHub`` (which refuses a name twice).
 _registered = False
 
 
@@ -35,9 +30,7 @@ def model_index_root() -> Optional[str]:
 def register_model_index() -> bool:
     """Register pmsn_mm's models in ``mmpretrain.apis.ModelHub`` (once).
 
-    mmpretrain registers its own index lazily, on the first
-    ``list_models``/``get_model``; adding ours before that leaves its
-    registration untouched (the names differ, which ``ModelHub`` checks).
+    mmpretrain's own index, registered lazily later, is left untouched.
 
     Returns:
         Whether the index is registered (False: no ``model-index.yml`` found,

@@ -1,22 +1,14 @@
-"""Refusals: what a command prints when pmsn_mm refuses its input.
-
-A *refusal* is an error pmsn_mm raises on purpose about what the user gave
-it (a config check, a work dir that holds another run, a missing dataset
-file, a setting outside its allowed values): the user needs its message,
-not a traceback. :func:`run_command`, what every tool's ``__main__`` runs,
-prints a refusal alone on one line of stderr, once in a distributed run,
-and exits with status 1 (``--debug`` raises it instead).
+"""Refusals: what a command prints when pmsn_mm refuses its input
+(docs/get_started.md, "A refusal is one message"). :func:`run_command`
+prints a refusal alone on one line of stderr, once per launch, and exits 1
+(``--debug`` raises it instead).
 
 An error is a refusal when it is a :class:`Refusal`, or one of
-:data:`REFUSAL_TYPES` raised by a ``raise`` statement of pmsn_mm's own code
-or its tools (also from a dataloader worker, whose message torch wraps).
-Anything else (an error raised inside mmengine or torch, ...) keeps its
-traceback.
-
-So that a refusal is printed alone, :func:`run_command` holds the console
-output (:class:`DeferredConsole`) while the runner is built; ``PMSNRunner``
-prints it when the first iteration of a loop starts, a refusal drops it,
-any other error prints it before its traceback. See docs/get_started.md.
+:data:`REFUSAL_TYPES` raised by a ``raise`` statement of pmsn_mm's own code or
+its tools (also from a dataloader worker, whose message torch wraps). Anything
+else (an error raised inside mmengine or torch, ...) keeps its traceback.
+The console output held meanwhile (:class:`DeferredConsole`) is dropped on
+a refusal and printed before any other error's traceback.
 """
 import io
 import linecache
@@ -40,9 +32,8 @@ _OWN_ROOTS = (_PACKAGE + os.sep,
 _WORKER = re.compile(r'^Caught \w+ in DataLoader worker process \d+\.\n'
                      r'Original Traceback \(most recent call last\):\n',
                      re.S)
-#: The environment variable naming the file through which the ranks of a
-#: distributed launch agree that one of them printed the refusal
-#: (``tools/dist_train.sh`` and ``tools/slurm_train.sh`` set it).
+#: Names the file through which a distributed launch's ranks agree that
+#: one printed the refusal (``tools/dist_train.sh`` sets it).
 REFUSAL_FILE = 'PMSN_REFUSAL_FILE'
 
 
@@ -293,9 +284,6 @@ def print_refusal(message: str) -> None:
 
 def run_command(main: Callable[[], Any], debug: bool = False) -> Any:
     """Run a tool's ``main``; a refusal exits with its message and status.
-
-    Output the tool or the runner holds back (the runner's build) is
-    dropped on a refusal and printed before any other error's traceback.
 
     Args:
         main: The tool's entry (no arguments).

@@ -1,17 +1,11 @@
 """Silence three upstream notes that pmsn_mm users cannot act on, exactly.
 
-- mmcv-lite (the default install) has no compiled ops, so importing
-  ``mmcv.cnn.bricks.transformer`` warns about ``MultiScaleDeformableAttention``,
-  a detection op pmsn_mm never uses: :func:`filter_upstream_import_warnings`
-  ignores exactly that ``UserWarning`` (``pmsn_mm/__init__.py`` calls it).
-- mmengine 0.10 builds an unused ``FileClient`` even without
-  ``file_client_args`` (``FileClient.infer_client(None, path)``), logging
-  two deprecation notes at the start of every run and at every checkpoint:
-  :class:`MMEngineFileClientNotes` drops them only when they come from such
-  a call by mmengine itself.
-- mmengine's ``Runner.load_checkpoint`` prints every key the model does not
-  use (~10 KB when ``tools/test.py`` evaluates a pretraining checkpoint);
-  ``tools/test.py`` reports what it takes in one line, then loads inside
+- mmcv-lite's import warning about ``MultiScaleDeformableAttention``, a
+  compiled op pmsn_mm never uses: :func:`filter_upstream_import_warnings`.
+- mmengine 0.10's two ``FileClient`` deprecation notes from its own
+  ``FileClient.infer_client(None, path)``: :class:`MMEngineFileClientNotes`.
+- ``Runner.load_checkpoint``'s list of every unused key (~10 KB for a
+  pretraining checkpoint), said in one line instead:
   :func:`unused_checkpoint_keys_unlisted`.
 
 Nothing else is filtered.
@@ -87,10 +81,8 @@ class MMEngineFileClientNotes(logging.Filter):
 @contextlib.contextmanager
 def unused_checkpoint_keys_unlisted():
     """Within the block, mmengine's runner loads checkpoints without
-    printing the list of unmatched keys (its ``load_state_dict`` logger
-    set to ``'silent'``); everything else of the load is unchanged. Use it
-    only where the caller has reported what the checkpoint covers (see the
-    module docstring)."""
+    printing the unmatched keys; use it only where the caller has reported
+    what the checkpoint covers."""
     import functools
 
     import mmengine.runner.runner as runner_module

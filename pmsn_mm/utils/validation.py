@@ -50,8 +50,7 @@ def check_number(name: str,
                  high: Optional[float] = None,
                  low_open: bool = False,
                  high_open: bool = False) -> float:
-    """Return ``value`` as a float; raise unless it is a finite real number
-    in the interval.
+    """Return ``value`` as a float; raise unless finite and in the interval.
 
     Args:
         name: The setting, e.g. ``'temperature'``.

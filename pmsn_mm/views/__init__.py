@@ -1,17 +1,11 @@
 """View groups: the settings of the view augmentations, one unit each, and
 what a view group is made of. Pure Python (no torch, no models).
 
-A view group is ``num_views`` views of every image with the same
-augmentations; its settings are those of the units in :data:`SETTINGS`
-(each unit declares its own, with defaults, checks and recipe-table rows,
-in its file). Everything that reads a group reads it through
-:func:`check_view_groups`: the device pre-processor
-(``BatchAugmentPreprocessor``, whose augmentations in
-``pmsn_mm/models/data_preprocessors/views/`` subclass these units and apply
-them in this order), the loader's reduced decode (``LoadImageForViews``)
-and the recipe checker, whose ``views.<i>.<field>`` rows are the units'
-(:func:`recipe_fields`, :func:`pipeline_recipe_fields`). A new setting of
-an augmentation is an edit of its unit alone.
+A view group is ``num_views`` views of every image with the same augmentations,
+whose settings are those of the units in :data:`SETTINGS`. Everything that
+reads a group (``BatchAugmentPreprocessor``, ``LoadImageForViews``, the recipe
+checker) reads it through :func:`check_view_groups`; a new setting of an
+augmentation is an edit of its unit alone.
 """
 from typing import Any, Dict, List, Sequence, Tuple
 
@@ -24,8 +18,7 @@ from .crop import CropSettings, smallest_crops
 from .grayscale import GrayscaleSettings
 from .solarize import SolarizeSettings
 
-#: The augmentations of a view group, in the order they are applied (the
-#: crop first: it makes the views).
+#: The augmentations of a view group, in order (the crop makes the views).
 SETTINGS: Tuple[ViewSettings, ...] = (CropSettings(), ColorJitterSettings(),
                                       GrayscaleSettings(), BlurSettings(),
                                       SolarizeSettings())
@@ -35,9 +28,8 @@ GROUP_DEFAULTS: Dict[str, Any] = dict(num_views=1)
 
 def view_defaults(
         augments: Sequence[ViewSettings] = SETTINGS) -> Dict[str, Any]:
-    """Every setting of a view group and its default: the group's, then
-    each augmentation's (no augmentation beyond the crop unless asked
-    for).
+    """Every setting of a view group and its default (the group's, then
+    each augmentation's; only the crop unless asked for).
 
     Args:
         augments: The augmentations. Defaults to :data:`SETTINGS`.
@@ -68,8 +60,7 @@ VIEW_FIELDS: Tuple[str, ...] = view_fields()
 
 def check_view_group(group: dict, where: str = 'views',
                      augments: Sequence[ViewSettings] = SETTINGS) -> dict:
-    """A view group with defaults filled in and every setting checked (by
-    the augmentation that reads it).
+    """A view group with defaults filled in and every setting checked.
 
     Args:
         group: Settings of :func:`view_defaults` (unknown keys refused).
@@ -119,8 +110,7 @@ def check_view_groups(views: Sequence[dict], where: str = 'views',
 def recipe_fields(group: dict,
                   augments: Sequence[ViewSettings] = SETTINGS
                   ) -> Dict[str, Any]:
-    """A checked group as the recipe tables record it (:func:`view_fields`,
-    in that order).
+    """A checked group as the recipe tables record it (:func:`view_fields`).
 
     Args:
         group: A checked view group.
@@ -135,20 +125,16 @@ def recipe_fields(group: dict,
 def pipeline_recipe_fields(transforms: Sequence[dict],
                            augments: Sequence[ViewSettings] = SETTINGS
                            ) -> Dict[str, Any]:
-    """The view that a per-sample pipeline draws, as the recipe tables
-    record it (:func:`view_fields`, in that order; ``num_views`` 1): each
-    augmentation's rows, set by its transforms
-    (:meth:`~pmsn_mm.views.base.ViewSettings.transform_recipe`, later
-    transforms win) or those of a pipeline without them
-    (:meth:`~pmsn_mm.views.base.ViewSettings.absent_recipe`).
+    """The view a per-sample pipeline draws, as the recipe tables record it
+    (:func:`view_fields`; ``num_views`` 1): each augmentation's rows from
+    its transforms (later ones win) or, without them, its ``absent_recipe``.
 
     Args:
         transforms: Transform config dicts, in order (one view's pipeline).
         augments: The augmentations. Defaults to :data:`SETTINGS`.
 
     Raises:
-        ValueError: If a ``RandomApply`` is no augmentation's (its
-            augmentation would go unrecorded).
+        ValueError: If a ``RandomApply`` is no augmentation's (unrecorded).
     """
     rows = [aug.absent_recipe() for aug in augments]
     for transform in transforms:

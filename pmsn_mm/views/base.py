@@ -1,22 +1,16 @@
 """What one view augmentation's settings are: their names, defaults and
 checks, and the rows of the recipe tables they make.
 
-A view group (``views=[...]`` of ``BatchAugmentPreprocessor`` and
-``LoadImageForViews``) is ``num_views`` random views of every image with
-the same augmentations. Each augmentation (crop + resize + flip, colour
-jitter, grayscale, blur, solarize) declares its settings in a
-:class:`ViewSettings` of a file of its own in this package; the code that
-applies it to a batch on the device subclasses that class in
-``pmsn_mm/models/data_preprocessors/views/`` (the random numbers it reads
-and the ops). Pure Python: the data pipeline reads the settings without
-the models.
+Each augmentation of a view group declares its settings in a
+:class:`ViewSettings` of a file of its own here; its device code subclasses
+it in ``pmsn_mm/models/data_preprocessors/views/``. Pure Python: the data
+pipeline reads the settings without the models.
 """
 from typing import Any, ClassVar, Dict, Optional, Tuple
 
 
 def transform_kind(transform: dict) -> str:
-    """The class name of a transform config (``'mmpretrain.ColorJitter'``
-    -> ``'ColorJitter'``).
+    """The class name of a transform config (``'mmpretrain.X'`` -> ``'X'``).
 
     Args:
         transform: A transform config dict with a string ``type``.
@@ -28,20 +22,18 @@ class ViewSettings:
     """The settings of one augmentation of a view group (subclass it in a
     file of its own and add it to :data:`pmsn_mm.views.SETTINGS`).
 
-    The recipe tables (``configs/recipes/``) record a view group as rows
-    ``views.<i>.<field>``; each augmentation makes its own rows, from the
-    settings of a device view group (:meth:`recipe`) or from the per-sample
-    transforms of a pipeline (:meth:`absent_recipe`,
-    :meth:`transform_recipe`).
+    Each makes its own ``views.<i>.<field>`` rows of the recipe tables,
+    from a device view group (:meth:`recipe`) or from a per-sample pipeline
+    (:meth:`absent_recipe`, :meth:`transform_recipe`).
 
     Attributes:
-        defaults: The group settings it reads and their defaults (no effect
-            unless asked for); their names are the keys of ``views=[...]``.
-        recipe_extra: Rows of the recipe tables, after its settings, that
-            describe how it applies them (e.g. ``interpolation``).
+        defaults: The group settings it reads (keys of ``views=[...]``) and
+            their defaults (no effect unless asked for).
+        recipe_extra: Recipe rows after its settings saying how it applies
+            them (e.g. ``interpolation``).
         unrecorded: Settings that the recipe tables do not record.
-        absent: Its rows of a per-sample pipeline without its transforms,
-            where they differ from the rows of its defaults.
+        absent: Its rows of a pipeline without its transforms, where they
+            differ from those of its defaults.
     """
 
     defaults: ClassVar[Dict[str, Any]] = {}

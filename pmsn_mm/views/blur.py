@@ -1,5 +1,4 @@
-"""Settings of the random Gaussian blur of a view group (applied by
-``pmsn_mm/models/data_preprocessors/views/blur.py``)."""
+"""Settings of the random Gaussian blur of a view group."""
 from typing import Any, Dict, Optional, Sequence, cast
 
 from ..utils.validation import check_probability, check_range_pair

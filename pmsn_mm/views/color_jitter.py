@@ -1,12 +1,7 @@
 """Colour jitter of a view group: its settings, and the jitter maths that
-the per-sample transform (``ModuloHueColorJitter``,
-``pmsn_mm/datasets/transforms/color_jitter.py``) and the device view
-(``ColorJitterView``, ``pmsn_mm/models/data_preprocessors/views/``) share.
-
-Both are torchvision's and mmpretrain's ``ColorJitter``: brightness,
-contrast and saturation factors uniform in ``[max(0, 1 - s), 1 + s]``, hue
-uniform in ``[-hue, hue]`` (:func:`jitter_range`), the four adjustments in
-a random order (:data:`ADJUSTMENTS` names the indices of an order), the hue
+the per-sample ``ModuloHueColorJitter`` and the device ``ColorJitterView``
+share: torchvision's ``ColorJitter`` factor ranges (:func:`jitter_range`),
+the four adjustments in a random order (:data:`ADJUSTMENTS`) and the hue
 rotated on PIL's 8-bit hue circle (:func:`rotate_hue_8bit`).
 """
 import math
@@ -15,16 +10,14 @@ from typing import Any, Callable, Dict, Optional, Tuple, TypeVar
 from ..utils.validation import check_number, check_probability
 from .base import ViewSettings, transform_kind
 
-#: The four adjustments, by their index in an order of the jitter (an
-#: order is a permutation of 0..3).
+#: The four adjustments, by index (an order is a permutation of 0..3).
 ADJUSTMENTS = ('brightness', 'contrast', 'saturation', 'hue')
 #: Identity values of the four factors, in :data:`ADJUSTMENTS`' order.
 NEUTRAL_COLOR = (1.0, 1.0, 1.0, 0.0)
 #: Steps of PIL's hue circle per turn: ``convert('HSV')`` stores the hue
 #: ``h`` (a fraction of a turn) as ``floor(255 h)`` in a uint8.
 HUE_STEPS = 255
-#: Per-sample transform configs of the colour jitter (mmpretrain's and its
-#: numpy-2 variant).
+#: Per-sample colour jitter transforms (mmpretrain's, its numpy-2 variant).
 JITTER_TYPES = ('ColorJitter', 'ModuloHueColorJitter')
 
 _Hue = TypeVar('_Hue')
@@ -55,12 +48,10 @@ def rotate_hue_8bit(hue: _Hue, turns: Any,
     steps: a rotation across red loses a step, 1/255 of a turn).
 
     Args:
-        hue: Hue steps in [0, 255]: a wider signed int numpy array, or a
-            float tensor.
+        hue: Hue steps in [0, 255]: a signed int array or a float tensor.
         turns: The rotation, a fraction of a turn in [-0.5, 0.5]: a float,
             or a tensor that broadcasts with ``hue``.
-        trunc: Truncation towards zero of ``turns * 255``
-            (``torch.trunc`` for tensors).
+        trunc: Truncation of ``turns * 255`` (``torch.trunc`` for tensors).
 
     Returns:
         The rotated steps, in [0, 255], of ``hue``'s type.
@@ -70,11 +61,10 @@ def rotate_hue_8bit(hue: _Hue, turns: Any,
 
 class ColorJitterSettings(ViewSettings):
     """Colour jitter with probability ``jitter_prob``: ``brightness``,
-    ``contrast``, ``saturation`` (strengths >= 0) and ``hue`` (in [0, 0.5],
-    a fraction of a turn), in a random order per view. Recipe rows: those,
-    and ``jitter_order`` (``'random'``). A per-sample pipeline:
-    :data:`JITTER_TYPES`, alone or as the one transform of a
-    ``RandomApply``.
+    ``contrast``, ``saturation`` (strengths >= 0) and ``hue`` (in [0, 0.5], a
+    fraction of a turn), in a random order per view. Recipe rows: those, and
+    ``jitter_order`` (``'random'``). A per-sample pipeline:
+    :data:`JITTER_TYPES`, alone or as the one transform of a ``RandomApply``.
     """
 
     defaults = dict(jitter_prob=0.0, brightness=0.0, contrast=0.0,

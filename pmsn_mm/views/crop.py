@@ -1,6 +1,6 @@
-"""Settings of the random resized crop + horizontal flip of a view group
-(applied by ``pmsn_mm/models/data_preprocessors/views/crop.py``), and where
-a group's crops are smallest (what the loader's reduced decode reads)."""
+"""Settings of the random resized crop + horizontal flip of a view group,
+and where a group's crops are smallest (what the loader's reduced decode
+reads)."""
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..utils.validation import check_int, check_probability, check_range_pair
@@ -11,12 +11,10 @@ class CropSettings(ViewSettings):
     """Random resized crop to ``size``, then a horizontal flip with
     probability ``flip_prob`` (the views of a group start here).
 
-    Settings: ``size`` (output side; None: the input side), ``scale``
-    (area fraction range, in (0, 1]), ``ratio`` (aspect ratio range w / h),
-    ``flip_prob``. Recipe rows: those, and ``interpolation``. A per-sample
-    pipeline: mmpretrain's ``RandomResizedCrop`` (``scale`` is its output
-    size, ``crop_ratio_range`` and ``aspect_ratio_range`` its ranges) and
-    ``RandomFlip``.
+    Settings: ``size`` (None: the input side), ``scale`` (area fraction
+    range), ``ratio`` (w / h range), ``flip_prob``; recipe rows add
+    ``interpolation``. A per-sample pipeline: mmpretrain's
+    ``RandomResizedCrop`` and ``RandomFlip``.
     """
 
     defaults = dict(size=None, scale=(0.08, 1.0), ratio=(3. / 4., 4. / 3.),
@@ -65,9 +63,8 @@ def smallest_crops(
         groups: Sequence[dict]) -> Optional[List[Tuple[float, float, int]]]:
     """Where each group's random resized crop is smallest.
 
-    A crop of area fraction ``s`` and aspect ratio ``r`` has short side
-    ``sqrt(s * H * W * min(r, 1 / r))``: smallest at ``s = scale[0]`` and
-    the ratio farthest from 1.
+    The short side ``sqrt(s * H * W * min(r, 1 / r))`` is smallest at
+    ``s = scale[0]`` and the ratio farthest from 1.
 
     Args:
         groups: Checked view groups (:func:`pmsn_mm.views.check_view_groups`).

@@ -1,5 +1,4 @@
-"""Settings of the random grayscale of a view group (applied by
-``pmsn_mm/models/data_preprocessors/views/grayscale.py``)."""
+"""Settings of the random grayscale of a view group."""
 from typing import Any, Dict, Optional
 
 from ..utils.validation import check_probability

@@ -1,5 +1,4 @@
-"""Settings of the random solarize of a view group (applied by
-``pmsn_mm/models/data_preprocessors/views/solarize.py``)."""
+"""Settings of the random solarize of a view group."""
 from typing import Any, Dict, Optional
 
 from ..utils.validation import check_number, check_probability

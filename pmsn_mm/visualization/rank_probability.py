@@ -16,9 +16,8 @@ def plot_rank_probability(mean_probs: Tensor,
                           title: Optional[str] = None) -> np.ndarray:
     """Log-log plot of sorted p̄ (rank vs probability) with the prior overlaid.
 
-    Drawn with matplotlib's Agg canvas (no display, no pyplot state).
-    Entries of p̄ that are exactly 0 cannot be drawn on a log axis and are
-    left out (their ranks stay empty).
+    Matplotlib's Agg canvas (no display, no pyplot state); entries of p̄
+    that are 0 are left out (log axis).
 
     Args:
         mean_probs: Tensor of shape (K,), the mean prototype probability p̄.

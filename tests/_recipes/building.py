@@ -14,7 +14,7 @@ from mmengine.logging import MMLogger
 from mmengine.optim import AmpOptimWrapper
 from mmengine.registry import OPTIM_WRAPPERS, PARAM_SCHEDULERS
 
-from pmsn_mm import engine  # noqa: F401  (DeviceAwareAmpOptimWrapper registered)
+import pmsn_mm.engine  # noqa: F401  (registers DeviceAwareAmpOptimWrapper)
 
 
 def plain_optim_wrapper_cfg(cfg: Config) -> ConfigDict:

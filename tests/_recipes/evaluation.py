@@ -31,7 +31,9 @@ from mmengine.registry import init_default_scope
 from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
 
-from pmsn_mm import datasets, engine, models  # noqa: F401  (registered classes)
+import pmsn_mm.datasets  # noqa: F401  (the registered classes)
+import pmsn_mm.engine  # noqa: F401
+import pmsn_mm.models  # noqa: F401
 from .building import quiet_current_logger, scheduler_curves
 from .tables import name_batch, round_value, same_value
 

@@ -21,11 +21,11 @@ from typing import Dict, List
 import pytest
 
 from pmsn_mm.datasets.sample_data import make_sample_data
-from tests._recipes import (expected_recipe, load_recipe_table,
-                             resolve_recipe, same_value)
-from tests._recipes.paper_quotes import (NOT_TABLES, QUOTES_FILE,
-                                          load_quote_index, quotes_of)
 from tests._configs import REPO
+from tests._recipes import (expected_recipe, load_recipe_table, resolve_recipe,
+                            same_value)
+from tests._recipes.paper_quotes import (NOT_TABLES, QUOTES_FILE,
+                                         load_quote_index, quotes_of)
 
 pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 

@@ -18,12 +18,12 @@ import pytest
 import yaml
 from mmengine.config import Config
 
-from tests._recipes import (ENTRY_KEYS, expected_probe_recipe, family_of,
-                             load_evaluation_table, resolve_probe_recipe,
-                             same_value, split_key)
-from tests._recipes.paper_quotes import (QUOTES_FILE, load_quote_index,
-                                          quotes_of)
 from tests._configs import REPO
+from tests._recipes import (ENTRY_KEYS, expected_probe_recipe, family_of,
+                            load_evaluation_table, resolve_probe_recipe,
+                            same_value, split_key)
+from tests._recipes.paper_quotes import (QUOTES_FILE, load_quote_index,
+                                         quotes_of)
 
 pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 

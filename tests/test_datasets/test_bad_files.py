@@ -10,10 +10,10 @@ from mmengine.registry import init_default_scope
 from mmpretrain.registry import DATASETS
 
 from pmsn_mm.datasets.sample_data import make_sample_data, truncate
-from pmsn_mm.datasets.sample_data.layouts import first_train_image
 from pmsn_mm.datasets.transforms import ImageReadError
 from tests._config_runs import shrink
 from tests._configs import CONFIGS, REPO
+from tests._tools import load_tool
 
 #: format -> (a config reading it, the dataset type its error names or None)
 READERS = {
@@ -27,6 +27,10 @@ READERS = {
     'kitti': ('pmsn/benchmarks/vit-small-p16-lastcls_8xb32-linear-steplr-'
               '28e_kitti-dist.py', 'KITTIDist'),
 }
+
+
+first_train_image = load_tool(
+    'tools/dataset_converters/make_sample_data.py').first_train_image
 
 
 @pytest.fixture(scope='module')

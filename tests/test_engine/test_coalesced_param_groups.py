@@ -22,9 +22,9 @@ from pmsn_mm.engine.optimizers import (CoalescedOptimWrapperConstructor,
                                        SkipFrozenOptimWrapperConstructor,
                                        adam_implementation,
                                        coalesce_param_groups)
-from tests._recipes import plain_optim_wrapper_cfg, quiet_current_logger
 from tests._config_runs import RUNNABLE, config_id, shrink_model
 from tests._configs import CONFIGS
+from tests._recipes import plain_optim_wrapper_cfg, quiet_current_logger
 
 pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 

@@ -1,6 +1,7 @@
 """A CPU run's fair share of a shared machine: other processes' cores from
 /proc readings, the thread count that follows, and CPUThreadsHook's
-decisions (two readings in a row, the user's OMP_NUM_THREADS kept)."""
+decisions (two readings in a row, the user's OMP_NUM_THREADS kept). The
+analysis tools' one-off setting: tests/test_tools/test_fit_threads.py."""
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -12,6 +13,7 @@ from pmsn_mm.engine import cpu_load
 from pmsn_mm.engine.cpu_load import (CPUSample, fair_threads, other_cores,
                                      sample)
 from pmsn_mm.engine.hooks import CPUThreadsHook
+from tests._fake_cpu import OTHERS, TICK, V1, V2, FakeMachine
 
 
 @pytest.fixture(autouse=True)
@@ -161,111 +163,12 @@ def test_the_default_runtime_has_it():
     assert cfg.default_hooks.cpu_threads == dict(type='CPUThreadsHook')
 
 
-def test_a_short_job_fits_its_threads_once(monkeypatch):
-    monkeypatch.setattr(cpu_load, 'USER_THREADS', {})
-    threads = torch.get_num_threads()
-    try:
-        line = cpu_load.fit_threads_once(0.05)
-        if sample() is not None:  # Linux
-            assert line.startswith(f'CPU threads: {torch.get_num_threads()} '
-                                   f'of {cpu_load.available_cores()} cores')
-        monkeypatch.setattr(cpu_load, 'USER_THREADS',
-                            {'OMP_NUM_THREADS': '3'})
-        assert 'OMP_NUM_THREADS=3 set in the environment: kept' in \
-            cpu_load.fit_threads_once(0.05)
-    finally:
-        torch.set_num_threads(threads)
-
-
 # ------------------------------------------ owned cores and cgroup quotas
-TICK = 100.0  # /proc/stat ticks per second in the fakes below
-
-
-def _stat_line(name, busy, idle):
-    """A /proc/stat cpu line: user=busy, idle=idle, every other field 0."""
-    return f'{name} {busy} 0 0 {idle} 0 0 0 0 0 0\n'
-
-
-class _Machine:
-    """A fake 64-core machine: /proc/stat, /proc/self/cgroup and a cgroup
-    tree under tmp_path, this process's affinity, clocks and CPU time."""
-
-    def __init__(self, tmp_path, monkeypatch, owned=range(8, 16)):
-        self.root = tmp_path
-        self.busy = [1000] * 64
-        self.idle = [5000] * 64
-        self.wall, self.own = 50.0, 3.0
-        self.stat = tmp_path / 'stat'
-        self.cgroup = tmp_path / 'self_cgroup'
-        self.mount = tmp_path / 'cgroup'
-        self.mount.mkdir()
-        self.write()
-        self.between = None  # what happens while fit_threads_once sleeps
-        monkeypatch.setattr(cpu_load, 'PROC_STAT', str(self.stat))
-        monkeypatch.setattr(cpu_load, 'PROC_SELF_CGROUP', str(self.cgroup))
-        monkeypatch.setattr(cpu_load, 'CGROUP_ROOT', str(self.mount))
-        monkeypatch.setattr(cpu_load, 'owned_cpus', lambda: set(owned))
-        monkeypatch.setattr(cpu_load, '_tick', lambda: TICK)
-        monkeypatch.setattr(cpu_load, '_children_seconds', lambda pid: 0.0)
-        monkeypatch.setattr(cpu_load, 'time', SimpleNamespace(
-            monotonic=lambda: self.wall, process_time=lambda: self.own,
-            sleep=self.sleep))
-        monkeypatch.setattr(cpu_load, 'USER_THREADS', {})
-        monkeypatch.setattr(
-            'pmsn_mm.engine.hooks.cpu_threads_hook.USER_THREADS', {})
-
-    def write(self):
-        total_busy, total_idle = sum(self.busy), sum(self.idle)
-        lines = [_stat_line('cpu', total_busy, total_idle)]
-        lines += [_stat_line(f'cpu{i}', b, i_)
-                  for i, (b, i_) in enumerate(zip(self.busy, self.idle))]
-        lines.append('intr 1 2 3\nctxt 42\n')
-        self.stat.write_text(''.join(lines))
-
-    def run_for(self, seconds, busy_cpus, own=0.0):
-        """``seconds`` pass; ``busy_cpus`` are busy all along, the rest
-        idle; this process spends ``own`` CPU seconds."""
-        for i in range(64):
-            if i in busy_cpus:
-                self.busy[i] += int(seconds * TICK)
-            else:
-                self.idle[i] += int(seconds * TICK)
-        self.wall += seconds
-        self.own += own
-        self.write()
-
-    def sleep(self, seconds):
-        self.run_for(seconds, *self.between)
-
-    def cgroup_file(self, relative, text):
-        path = self.mount / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-
-
 @pytest.fixture
 def machine(tmp_path, monkeypatch):
     threads = torch.get_num_threads()
-    yield _Machine(tmp_path, monkeypatch)
+    yield FakeMachine(tmp_path, monkeypatch)
     torch.set_num_threads(threads)
-
-
-OTHERS = set(range(64)) - set(range(8, 16))  # the 56 cores of other jobs
-
-
-@pytest.mark.parametrize('busy, own, threads, other', [
-    (OTHERS, 0.0, 8, 0.0),  # the owned 8 idle on a busy machine
-    (OTHERS | {8, 9, 10}, 0.0, 5, 3.0),  # 3 of the owned 8 taken
-    (OTHERS | {8, 9}, 4.0, 8, 0.0),  # 2 cores x 2 s: this process's work
-    (set(), 0.0, 8, 0.0),  # a quiet machine
-])
-def test_only_the_owned_cores_load_counts(machine, busy, own, threads,
-                                          other):
-    machine.between = (busy, own)
-    line = cpu_load.fit_threads_once(2.0)
-    assert torch.get_num_threads() == threads
-    assert line == (f'CPU threads: {threads} of 8 cores (other processes '
-                    f'keep {other:.1f} busy; OMP_NUM_THREADS=N fixes it).')
 
 
 def test_the_owned_cores_busy_seconds(machine):
@@ -278,10 +181,6 @@ def test_the_owned_cores_busy_seconds(machine):
     assert cpu_load.sample() is None  # none of the owned cores listed
     machine.stat.unlink()
     assert cpu_load.sample() is None
-
-
-V2 = '0::/user.slice/job7\n'
-V1 = '12:memory:/job7\n4:cpu,cpuacct:/job7\n0::/\n'
 
 
 @pytest.mark.parametrize('cgroup, files, quota', [
@@ -314,25 +213,6 @@ def test_the_cgroup_quota(machine, cgroup, files, quota):
     (None, None), (2.0, 2), (1.5, 1), (0.5, 1), (2.999, 2), (16.0, 16)])
 def test_quota_threads_round_down(quota, threads):
     assert cpu_load.quota_threads(quota) == threads
-
-
-@pytest.mark.parametrize('cgroup, files', [
-    (V2, {'user.slice/job7/cpu.max': '200000 100000\n'}),
-    (V1, {'cpu,cpuacct/job7/cpu.cfs_quota_us': '200000\n',
-          'cpu,cpuacct/job7/cpu.cfs_period_us': '100000\n'}),
-])
-def test_a_quota_of_two_cpus_gives_at_most_two_threads(
-        machine, cgroup, files):
-    machine.cgroup.write_text(cgroup)
-    for relative, text in files.items():
-        machine.cgroup_file(relative, text)
-    machine.between = (OTHERS, 0.0)
-    line = cpu_load.fit_threads_once(1.0)
-    assert torch.get_num_threads() == 2
-    assert line == ('CPU threads: 2 of 8 cores, capped at 2 by a cgroup CPU '
-                    'quota of 2 CPUs (other processes keep 0.0 busy; '
-                    'OMP_NUM_THREADS=N fixes it).')
-    assert fair_threads(8, 7.0, 2.0) == 1  # the load still counts
 
 
 def test_the_hook_caps_at_the_quota_at_once_and_says_so(machine):

@@ -6,8 +6,7 @@ import torch
 
 from pmsn_mm.evaluation.functional import (effective_num_clusters,
                                            prior_diagnostics,
-                                           sorted_probabilities,
-                                           update_used_prototypes)
+                                           sorted_probabilities)
 
 LN2, LN3 = math.log(2), math.log(3)
 
@@ -64,20 +63,6 @@ def test_sorted_probabilities():
         torch.tensor([0.1, 0.6, 0.3]), torch.tensor([0.2, 0.3, 0.5]))
     assert p_sorted.tolist() == pytest.approx([0.6, 0.3, 0.1])
     assert q_sorted.tolist() == pytest.approx([0.5, 0.3, 0.2])
-
-
-def test_update_used_prototypes_accumulates():
-    used = torch.zeros(4, dtype=torch.bool)
-    used = update_used_prototypes(used, torch.tensor([[0.9, .1, 0, 0]]))
-    used = update_used_prototypes(
-        used, torch.tensor([[0, .2, .8, 0], [.6, .4, 0, 0]]))
-    assert used.tolist() == [True, False, True, False]
-
-
-def test_update_used_prototypes_shape_error():
-    with pytest.raises(ValueError, match='expected used'):
-        update_used_prototypes(
-            torch.zeros(3, dtype=torch.bool), torch.rand(2, 4))
 
 
 @pytest.mark.parametrize('p, q, match', [

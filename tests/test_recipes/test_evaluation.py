@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from tests._recipes import (expected_probe_recipe, load_evaluation_table,
-                             name_lr_schedule)
+                            name_lr_schedule)
 
 
 def _table(**deviations) -> dict:

@@ -8,10 +8,10 @@ import sys
 import pytest
 import yaml
 
-from tests._recipes.paper_quotes import (QUOTES_FILE, build_quote_index,
-                                          dump_quote_index, load_quote_index,
-                                          locate, quotes_of, table_quotes)
 from tests._configs import REPO
+from tests._recipes.paper_quotes import (QUOTES_FILE, build_quote_index,
+                                         dump_quote_index, load_quote_index,
+                                         locate, quotes_of, table_quotes)
 from tests._tools import load_tool
 
 pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it

@@ -11,9 +11,9 @@ from mmengine.config import Config
 from mmengine.registry import init_default_scope
 from mmpretrain.registry import MODELS, TRANSFORMS
 
-from tests._recipes import view_rows
 from pmsn_mm.views import VIEW_FIELDS, GrayscaleSettings
 from tests._configs import REPO
+from tests._recipes import view_rows
 
 PER_SAMPLE = Config(dict(train_dataloader=dict(dataset=dict(pipeline=[
     dict(type='LoadImageFromFile'),

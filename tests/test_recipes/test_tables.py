@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from tests._recipes import (NAME_BATCH, expected_recipe, load_recipe_table,
-                             name_batch, round_value, same_value)
+                            name_batch, round_value, same_value)
 
 
 def _write(path, **table) -> str:

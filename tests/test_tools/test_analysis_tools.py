@@ -10,11 +10,9 @@ import torch
 from mmengine.config import Config
 from mmengine.runner import Runner
 
-from pmsn_mm.evaluation.functional import (chance_agreement, cosine_knn,
-                                           neighbor_agreement,
-                                           top_samples_per_prototype,
-                                           usage_counts)
+from pmsn_mm.evaluation.functional import usage_counts
 from tests._configs import CONFIGS, REPO
+from tests._tools import import_beside_tools
 
 pytestmark = pytest.mark.slow  # pytest -m "not slow" skips it
 
@@ -42,6 +40,11 @@ def _load_tool(name):
 kmeans_tool = _load_tool('kmeans_uniform_prior')
 nn_tool = _load_tool('nearest_neighbors')
 gallery_tool = _load_tool('prototype_gallery')
+agreement = import_beside_tools('tools/analysis_tools/neighbor_agreement.py')
+cosine_knn = agreement.cosine_knn
+neighbor_agreement = agreement.neighbor_agreement
+chance_agreement = agreement.chance_agreement
+top_samples_per_prototype = gallery_tool.top_samples_per_prototype
 
 
 def _assert_png(path):

@@ -10,8 +10,9 @@ back from the run's ``<timestamp>/vis_data/scalars.json``. The table is also
 written to ``<work-dir>/summary.json``. A run that has them is not repeated
 unless ``--rerun``.
 
-``--quick`` checks that the study runs (about a second of training per
-config, numbers meaningless): every run is 2 iterations of batch 20 on 200
+``--quick`` checks that the study runs (numbers meaningless; each config
+is its own ``tools/train.py`` process, about 20 s of CPU, timings in
+docs/class_stratified.md): every run is 2 iterations of batch 20 on 200
 images (:data:`QUICK_OPTIONS`, passed to ``tools/train.py --cfg-options``),
 kept in ``<work-dir>/quick`` so that they never stand in for full runs.
 

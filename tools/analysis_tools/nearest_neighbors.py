@@ -30,10 +30,7 @@ from mmengine.config import Config, DictAction
 from mmpretrain.apis import get_model
 
 from pmsn_mm.config import check_config
-from pmsn_mm.engine.cpu_load import fit_threads_once
 from pmsn_mm.evaluation import extract_features
-from pmsn_mm.evaluation.functional import (chance_agreement, cosine_knn,
-                                           neighbor_agreement)
 
 # the helpers beside it (a script's folder is on sys.path; add it when the
 # script is imported instead of run)
@@ -41,6 +38,8 @@ if osp.dirname(osp.abspath(__file__)) not in sys.path:
     sys.path.append(osp.dirname(osp.abspath(__file__)))
 from config_datasets import (build_dataset, dataset_config, dataset_labels,
                              load_image)
+from fit_threads import fit_threads_once
+from neighbor_agreement import chance_agreement, cosine_knn, neighbor_agreement
 from neighbor_grid import save_neighbor_grid
 
 

@@ -25,18 +25,18 @@ from typing import Dict, List, Optional
 
 from mmengine.config import Config, DictAction
 from mmpretrain.apis import get_model
+from torch import Tensor
 
 from pmsn_mm.config import check_config
-from pmsn_mm.engine.cpu_load import fit_threads_once
 from pmsn_mm.evaluation import extract_features
-from pmsn_mm.evaluation.functional import (top_samples_per_prototype,
-                                           usage_counts)
+from pmsn_mm.evaluation.functional import usage_counts
 
 # the helpers beside it (a script's folder is on sys.path; add it when the
 # script is imported instead of run)
 if osp.dirname(osp.abspath(__file__)) not in sys.path:
     sys.path.append(osp.dirname(osp.abspath(__file__)))
 from config_datasets import build_dataset, dataset_config, load_image
+from fit_threads import fit_threads_once
 from image_grid import save_image_grid
 
 
@@ -74,6 +74,19 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         action=DictAction,
         help='override config settings')
     return parser.parse_args(argv)
+
+
+def top_samples_per_prototype(probs: Tensor, num: int) -> Tensor:
+    """For each prototype k, the ``num`` samples with the highest ``p_k``.
+
+    Args:
+        probs: Tensor of shape (N, K).
+        num: Samples per prototype (clipped to N).
+
+    Returns:
+        Long tensor of shape (K, min(num, N)), most probable first.
+    """
+    return probs.T.topk(min(num, probs.shape[0]), dim=1).indices
 
 
 def main(argv: Optional[List[str]] = None) -> Dict:

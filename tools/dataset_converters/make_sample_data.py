@@ -18,10 +18,12 @@ JPEGs, PNG bytes named .JPEG, RGBA and 16-bit PNGs, a 40 x 30 image.
 format (to see how a run reports a bad file).
 """
 import argparse
-from typing import Dict, List
+import json
+import os.path as osp
+from typing import Dict, List, Optional
 
 from pmsn_mm.datasets.sample_data import FORMATS, make_sample_data, truncate
-from pmsn_mm.datasets.sample_data.layouts import first_train_image
+from pmsn_mm.datasets.sample_data.layouts import PLACES205_IMAGE_DIR
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -39,6 +41,31 @@ def parse_args(argv=None) -> argparse.Namespace:
         '--corrupt', action='store_true',
         help='truncate the first training image of each image-file format')
     return parser.parse_args(argv)
+
+
+def first_train_image(name: str, root: str) -> Optional[str]:
+    """Path of the first training image file of a written format, or None
+    for the formats without image files (CIFAR, MNIST).
+
+    Args:
+        name: One of :data:`FORMATS`.
+        root: Its data root.
+    """
+    if name == 'imagenet':
+        with open(osp.join(root, 'meta', 'train.txt')) as f:
+            return osp.join(root, 'train', f.readline().split()[0])
+    if name == 'inat18':
+        with open(osp.join(root, 'train2018.json')) as f:
+            return osp.join(root, json.load(f)['images'][0]['file_name'])
+    if name == 'places205':
+        with open(osp.join(root, 'trainvalsplit_places205',
+                           'train_places205.csv')) as f:
+            return osp.join(root, PLACES205_IMAGE_DIR, f.readline().split()[0])
+    if name == 'clevr':
+        return osp.join(root, 'images', 'train', 'CLEVR_train_000000.png')
+    if name == 'kitti':
+        return osp.join(root, 'training', 'image_2', '000000.png')
+    return None
 
 
 def main(argv=None) -> Dict[str, str]:

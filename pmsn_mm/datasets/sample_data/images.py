@@ -2,17 +2,11 @@
 real datasets contain.
 
 Content (:func:`class_image`): stripes whose colour and orientation encode
-the class, with a random phase, frequency and noise per image, so that a
-feature extractor (even an untrained one) separates the classes and a label
-permutation anywhere in a pipeline shows up as chance accuracy.
-
-Encodings (:data:`KINDS`, :func:`write_image`): the file types a real image
-set mixes in — baseline and progressive RGB JPEG, grayscale JPEG, CMYK JPEG
-(Adobe), a JPEG whose EXIF orientation rotates it, PNG bytes behind a
-``.JPEG`` name (as one ImageNet training file), palette PNG, PNG with alpha
-(RGBA, grey + alpha), 16-bit grayscale and 16-bit RGB PNG, and
-(:func:`truncate`) a truncated JPEG. :func:`expected_rgb` is what a
-correct loader returns for such a file, computed with PIL alone.
+the class (random phase, frequency and noise), so that even an untrained
+feature extractor separates the classes and a label permutation shows up
+as chance accuracy. Encodings (:data:`KINDS`, :func:`write_image`,
+:func:`truncate`): the file types a real image set mixes in;
+:func:`expected_rgb` is what a correct loader returns, computed with PIL.
 """
 import io
 import os
@@ -131,9 +125,8 @@ def truncate(path: str, keep: float = 0.5) -> None:
 def expected_rgb(path: str) -> np.ndarray:
     """The RGB content a loader should give for ``path``, by PIL alone.
 
-    EXIF orientation applied; alpha dropped (PIL's ``convert('RGB')``);
-    16-bit samples scaled to 8 bits by their high byte (``v >> 8``; PIL's own
-    ``convert`` clips them at 255 instead).
+    EXIF orientation applied, alpha dropped, 16-bit samples by their high
+    byte (PIL's own ``convert`` clips them at 255).
 
     Args:
         path: An image file.

@@ -1,13 +1,10 @@
 """Small copies of every dataset pmsn_mm reads, in the datasets' own layouts.
 
 :func:`make_sample_data` writes, under one root, the folders the configs'
-``data_root`` settings name (``data/imagenet``, ``data/inat18``, ...), with
-real decodable files: class-coded images (:mod:`.images`), the annotation
-files in their official formats (ImageNet meta lists and SimCLR's
-``1percent.txt``, iNat18's JSON, Places205's csv split, CLEVR's scene JSON,
-KITTI's object label files, CIFAR's python pickles, MNIST's idx files) and
-the awkward files real sets hold (:data:`AWKWARD`). It is the fixture of
-the config tests and ``tools/dataset_converters/make_sample_data.py``.
+``data_root`` settings name, with real decodable class-coded images
+(:mod:`.images`), the annotation files in their official formats and the
+awkward files real sets hold (:data:`AWKWARD`): the fixture of the config
+tests and ``tools/dataset_converters/make_sample_data.py``.
 """
 import json
 import os
@@ -100,12 +97,10 @@ def write_imagenet(root: str,
     Args:
         root: The data root to write (``data/imagenet``).
         rng: Source of randomness.
-        train_counts: Training images of each class (its length is the
-            number of classes).
+        train_counts: Training images of each class (one entry per class).
         long_side: Range of the images' long side.
         val_per_class: Validation images per class.
-        awkward: Store the last training image of the first classes as
-            :data:`AWKWARD` says.
+        awkward: Store the first classes' last image as :data:`AWKWARD` says.
 
     Returns:
         ``root``.
@@ -174,10 +169,10 @@ def write_inat18(root: str,
     Args:
         root: The data root to write (``data/inat18``).
         rng: Source of randomness.
-        all_classes: Give every one of the 8142 categories at least one
-            (small) training image, as the real set does.
-        head_counts: ``(category_id, training images)`` of the classes
-            with several images (each also gets 2 val images).
+        all_classes: Give every one of the 8142 categories a (small)
+            training image, as the real set does.
+        head_counts: ``(category_id, training images)`` of the classes with
+            several images (and 2 val images each).
         long_side: Range of the head images' long side.
 
     Returns:
@@ -287,8 +282,7 @@ def write_clevr(root: str, rng: np.random.Generator,
     480 x 320 in the real set, ``size`` here).
 
     Args:
-        root: The data root to write (``data/clevr`` = the CLEVR_v1.0
-            folder).
+        root: The data root to write (``data/clevr``, CLEVR_v1.0).
         rng: Source of randomness.
         size: ``(height, width)`` of the images.
 
@@ -472,8 +466,7 @@ def make_sample_data(root: str,
     """Write sample datasets into ``<root>/<format>``.
 
     Args:
-        root: Output folder (``data`` puts every set where the configs'
-            ``data_root`` looks).
+        root: Output folder (``data``: where the configs' ``data_root`` is).
         formats: Which of :data:`FORMATS` to write.
         seed: Seed of every image and annotation.
         inat18_all_classes: See :func:`write_inat18`.
@@ -503,24 +496,21 @@ def make_sample_data(root: str,
     return roots
 
 
-#: File in every folder :func:`make_sample_data` writes; only such folders
-#: (or empty ones) are written into.
+#: Marks folders :func:`make_sample_data` wrote (the only ones it writes).
 MARKER = '.pmsn_mm_sample_data'
 
 
 def check_writable(folder: str) -> None:
     """Refuse to write sample files into a folder holding other data.
 
-    The sample writers replace annotation files (``meta/train.txt``,
-    ``train2018.json``, ...) by their own: pointed at a real dataset, they
+    The writers replace annotation files: pointed at a real dataset, they
     would destroy its annotations.
 
     Args:
         folder: A format's output folder.
 
     Raises:
-        FileExistsError: If ``folder`` exists, is not empty and was not
-            written by :func:`make_sample_data`.
+        FileExistsError: If ``folder`` holds files not written by us.
     """
     if not osp.isdir(folder) or not os.listdir(folder) or osp.isfile(
             osp.join(folder, MARKER)):
@@ -530,28 +520,3 @@ def check_writable(folder: str) -> None:
         f'(e.g. {sorted(os.listdir(folder))[:3]}); writing sample data '
         'there would replace its annotation files. Choose another root '
         '(the sample data goes to <root>/<format>/).')
-
-
-def first_train_image(name: str, root: str):
-    """Path of the first training image file of a written format, or None
-    for the formats without image files (CIFAR, MNIST).
-
-    Args:
-        name: One of :data:`FORMATS`.
-        root: Its data root.
-    """
-    if name == 'imagenet':
-        with open(osp.join(root, 'meta', 'train.txt')) as f:
-            return osp.join(root, 'train', f.readline().split()[0])
-    if name == 'inat18':
-        with open(osp.join(root, 'train2018.json')) as f:
-            return osp.join(root, json.load(f)['images'][0]['file_name'])
-    if name == 'places205':
-        with open(osp.join(root, 'trainvalsplit_places205',
-                           'train_places205.csv')) as f:
-            return osp.join(root, PLACES205_IMAGE_DIR, f.readline().split()[0])
-    if name == 'clevr':
-        return osp.join(root, 'images', 'train', 'CLEVR_train_000000.png')
-    if name == 'kitti':
-        return osp.join(root, 'training', 'image_2', '000000.png')
-    return None

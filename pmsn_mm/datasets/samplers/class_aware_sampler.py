@@ -12,10 +12,9 @@ from .utils import group_by_class, make_rng
 class ClassAwareSampler(Sampler):
     """Base of the class-aware samplers.
 
-    ``DefaultSampler``'s contract (``dataset``, ``shuffle``, ``seed`` synced
-    across ranks, ``round_up``, ``set_epoch``; the draws of an epoch come
-    from ``seed + epoch``) plus the dataset's class labels, read once from
-    the annotations (:func:`get_dataset_labels`) and grouped by class.
+    ``DefaultSampler``'s contract (draws of an epoch from ``seed +
+    epoch``) plus the dataset's class labels, read once from the
+    annotations (:func:`get_dataset_labels`) and grouped by class.
 
     Args:
         dataset: A dataset exposing class labels (``get_gt_labels()``,

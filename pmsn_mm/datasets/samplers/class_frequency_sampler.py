@@ -44,9 +44,8 @@ def frequency_epoch_indices(
     then an image uniformly within it (``power=1``: uniform over images,
     ``0``: over classes).
 
-    Kept instead of ``torch.utils.data.WeightedRandomSampler``: its one
-    ``torch.multinomial`` over per-image weights ``n_k ** (power - 1)``
-    overflows for large ``|power|``, refuses over 2**24 images and is not
+    Kept instead of ``torch.utils.data.WeightedRandomSampler``: its weights
+    overflow for large ``|power|``, it refuses over 2**24 images and is not
     rank-sliced.
 
     Args:
@@ -75,31 +74,19 @@ class ClassFrequencySampler(ClassAwareSampler):
 
     The paper's class probability ``sqrt(D_k) / D`` (appendix
     "Alternatives to feature priors ...: data sampling") does not sum to 1,
-    so here it is normalised: ``p_k = n_k ** power / sum_j n_j ** power``;
-    ``power=0.5`` is its inverse square-root frequency sampling (per image
-    ``∝ 1 / sqrt(n_k)``). Indices are i.i.d. draws; all ranks draw the same
-    stream from ``seed + epoch`` and rank ``r`` keeps
-    ``stream[r::world_size]``; lengths as ``DefaultSampler``'s.
-
-    Config example::
-
-        custom_imports = dict(imports=['pmsn_mm'], allow_failed_imports=False)
-        train_dataloader = dict(
-            batch_size=64,
-            sampler=dict(type='ClassFrequencySampler', power=0.5),
-            ...)
+    so here ``p_k = n_k ** power / sum_j n_j ** power`` (``power=0.5``: per
+    image ``∝ 1 / sqrt(n_k)``). All ranks draw the same i.i.d. stream from
+    ``seed + epoch``; rank ``r`` keeps ``stream[r::world_size]``. Config:
+    ``sampler=dict(type='ClassFrequencySampler', power=0.5)``.
 
     Args:
         dataset: A dataset exposing class labels (``get_gt_labels()``,
             ``get_cat_ids(idx)`` or an mmengine/torch wrapper of one).
-        shuffle: If False, every epoch repeats the indices of epoch 0.
-            Defaults to True.
+        shuffle: If False, every epoch repeats epoch 0. Defaults to True.
         seed: Random seed, identical on all ranks; if None, a seed is drawn
             and synced with ``mmengine.dist.sync_random_seed()``.
-        round_up: As in ``DefaultSampler``: make every rank's length
-            ``ceil(N / world_size)``. Defaults to True.
-        power: Exponent on the class sizes, any finite real.
-            Defaults to 0.5.
+        round_up: As in ``DefaultSampler``. Defaults to True.
+        power: Exponent on the class sizes, finite. Defaults to 0.5.
     """
 
     def __init__(self,

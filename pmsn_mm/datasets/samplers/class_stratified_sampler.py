@@ -62,8 +62,7 @@ def stratified_epoch_indices(
         global_batch: Global batch size ``B``; must be divisible by ``k``.
         k: Number of classes per global batch, ``1 <= k <= C``.
         rng: Source of randomness.
-        replacement: Sample images within a class with replacement.
-        groups: Optional cached ``group_by_class(labels)``.
+        replacement: Sample within a class with replacement. Defaults to False.
 
     Returns:
         np.ndarray: Int64 dataset indices of shape (T, B).
@@ -112,8 +111,8 @@ class ClassStratifiedBatchSampler(BatchSampler):
     """Every global batch holds ``classes_per_batch`` classes, equally often.
 
     The class-stratified sampler of the paper (§4 "Experimental setup",
-    Appendix G), as mmengine's ``batch_sampler``, so the dataloader's
-    ``batch_size`` reaches it and a config states it once::
+    Appendix G), only as mmengine's ``batch_sampler`` (a ``sampler`` cannot
+    see ``batch_size``; one in ``batch_sampler`` is refused)::
 
         train_dataloader = dict(
             batch_size=64,  # per GPU; 16 GPUs -> global batch 1024
@@ -123,30 +122,20 @@ class ClassStratifiedBatchSampler(BatchSampler):
                                classes_per_batch=2),
             ...)  # every batch is whole
 
-    It exists only as this ``batch_sampler`` (a plain ``sampler`` cannot
-    see the dataloader's ``batch_size``): set
-    ``batch_sampler=dict(type='ClassStratifiedBatchSampler', ...)`` next to
-    a ``DefaultSampler``, never ``sampler=dict(type=...)``; a
-    ``batch_size`` inside ``batch_sampler`` is refused by
-    :func:`~pmsn_mm.config.check_config_values`.
-
     ``K = 960`` is "class-balanced", ``K = 2`` or ``8`` "class-imbalanced"
     (:func:`stratified_epoch_indices`). The sampler supplies the dataset,
-    ``seed``, ``shuffle``, ``round_up`` and the epoch; an epoch's draws come
-    from ``seed + epoch`` (``seed`` alone when ``shuffle=False``), so
-    resuming reproduces them. Every rank draws the same global batches and
-    takes its contiguous slice of each. An epoch has ``ceil(N / B)``
-    batches (``round_up=True``) or ``N // B``, each complete.
+    ``seed``, ``shuffle``, ``round_up`` and the epoch; draws come from
+    ``seed + epoch`` (``seed`` alone when ``shuffle=False``); every rank
+    takes its contiguous slice of the same global batches; an epoch has
+    ``ceil(N / B)`` (``round_up``) or ``N // B`` whole batches.
 
     Args:
-        sampler: The dataloader's sampler (needs ``dataset``; a dataset
-            exposing class labels: ``get_gt_labels()``, ``get_cat_ids(idx)``
-            or an mmengine/torch wrapper of one).
+        sampler: The dataloader's sampler, whose ``dataset`` exposes class
+            labels (``get_gt_labels()``, ``get_cat_ids(idx)``, a wrapper).
         batch_size: Per-GPU batch size (the dataloader's).
         classes_per_batch: ``K``, classes per global batch; must divide
             ``batch_size × world_size``.
-        replacement: Sample images within a class with replacement.
-            Defaults to False.
+        replacement: Sample within a class with replacement. Defaults to False.
     """
 
     def __init__(self,
@@ -219,8 +208,7 @@ class ClassStratifiedBatchSampler(BatchSampler):
         return n // self.global_batch
 
     def epoch_batches(self) -> np.ndarray:
-        """All global batches of the sampler's current epoch, shape
-        (T, global_batch)."""
+        """All global batches of the current epoch, (T, global_batch)."""
         rng = make_rng(self.seed + (self.epoch if self.shuffle else 0))
         return stratified_epoch_indices(self.labels, self.num_batches,
                                         self.global_batch,
@@ -228,8 +216,7 @@ class ClassStratifiedBatchSampler(BatchSampler):
                                         self.replacement, self._groups)
 
     def rank_batches(self) -> np.ndarray:
-        """This rank's slice of every global batch, shape
-        (T, batch_size)."""
+        """This rank's slice of every global batch, (T, batch_size)."""
         lo = self.rank * self.batch_size
         return self.epoch_batches()[:, lo:lo + self.batch_size]
 

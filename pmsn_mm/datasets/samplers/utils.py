@@ -1,8 +1,5 @@
 """Helpers shared by the class-aware samplers: images grouped by class
 (:func:`group_by_class`) and a seeded numpy generator (:func:`make_rng`).
-
-The samplers take labels from the dataset's annotations (``get_gt_labels``),
-never by loading a sample (``dataset[i]`` would decode an image).
 """
 from typing import Tuple
 

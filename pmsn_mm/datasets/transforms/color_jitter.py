@@ -1,24 +1,9 @@
 """``ModuloHueColorJitter``: mmpretrain's ``ColorJitter`` with a hue step
-that works under numpy >= 2.
-
-mmcv 2.2's ``adjust_hue`` shifts the hue channel by ``np.uint8(hue_factor *
-255)``, relying on the uint8 wrap-around of a negative value; numpy >= 2
-refuses it (``OverflowError: Python integer -4 out of bounds for uint8``), so
-every view that draws a negative hue crashes (about 40 % of the views of
-MSN's ``hue=0.1``). :func:`adjust_hue` shifts the hue by ``trunc(hue_factor
-* 255)`` modulo 256 in int arithmetic, which is what the wrap-around meant:
-for the ``'pillow'`` backend this is torchvision's ``adjust_hue`` on a PIL
-image, pixel for pixel, for negative and positive factors.
-
-:class:`ModuloHueColorJitter` is registered under its own name; mmpretrain's
-``ColorJitter`` stays as it is. pmsn_mm's configs name it in every pipeline
-that jitters colour per sample (and restate the mmpretrain recipes they
-inherit with it: SimCLR, SwAV, ...); any config opts in by its name. Its
-random draws (numpy, in the same order) and the other three adjustments are
-mmpretrain's; the ranges of the factors (``jitter_range``), the meaning of
-an order (``ADJUSTMENTS``) and the hue rotation (``rotate_hue_8bit``) are
-those of the device view's jitter, written once in
-:mod:`pmsn_mm.views.color_jitter`.
+that works under numpy >= 2 (mmcv 2.2's ``np.uint8(hue_factor * 255)`` of a
+negative value raises ``OverflowError`` there). :func:`adjust_hue` shifts by
+``trunc(hue_factor * 255)`` modulo 256, torchvision's ``adjust_hue`` pixel
+for pixel with ``'pillow'``; draws and other adjustments are mmpretrain's,
+ranges and hue rotation those of :mod:`pmsn_mm.views.color_jitter`.
 """
 from typing import Any, Dict, Optional, Tuple
 
@@ -44,10 +29,9 @@ def adjust_hue(img: np.ndarray,
     Args:
         img: Array of shape (H, W, 3), BGR (mmcv's loading order), or
             (H, W) (returned unchanged: a grey image has no hue).
-        hue_factor: Shift in [-0.5, 0.5]; -0.5 and 0.5 give the
-            complementary colours, 0 the image itself.
-        backend: ``'pillow'`` (PIL's HSV, as torchvision and mmcv's default)
-            or ``'cv2'`` (OpenCV's full-range HSV).
+        hue_factor: Shift in [-0.5, 0.5] (±0.5: complementary colours).
+        backend: ``'pillow'`` (PIL's HSV, as torchvision) or ``'cv2'``
+            (OpenCV's full-range HSV).
 
     Returns:
         Array of the shape and dtype of ``img``.
@@ -104,31 +88,15 @@ class ModuloHueColorJitter(ColorJitter):
                    center: float = 1,
                    bound: Tuple[float, float] = (0, float('inf'))
                    ) -> Optional[Tuple[float, float]]:
-        """The range of a factor (mmpretrain's ``_set_range``):
-        ``jitter_range`` of a single strength >= 0 (the range mmpretrain
-        computes, without its warning where ``1 - s`` < 0 becomes 0), then
-        mmpretrain's checks (a ``(min, max)`` pair and a negative strength
-        as mmpretrain takes them).
-
-        Args:
-            value: A strength or a ``(min, max)`` pair.
-            name: One of :data:`~pmsn_mm.views.color_jitter.ADJUSTMENTS`.
-            center: The factor that changes nothing.
-            bound: The factor's bounds.
-
-        Returns:
-            ``(min, max)``, or None where the factor is always ``center``.
-        """
+        """mmpretrain's ``_set_range``, a single strength >= 0 first turned
+        into ``jitter_range`` (mmpretrain's range, without its warning)."""
         if isinstance(value, (int, float)) and value >= 0:
             value = jitter_range(name, value)
         return super()._set_range(value, name, center, bound)
 
     def transform(self, results: Dict) -> Dict:
-        """Apply the four adjustments in the drawn order (indices of
-        :data:`~pmsn_mm.views.color_jitter.ADJUSTMENTS`).
-
-        mmpretrain's loop, with :func:`adjust_hue` for mmcv's
-        ``adjust_hue`` (which mmpretrain calls inline).
+        """mmpretrain's loop over the four adjustments in the drawn order,
+        with :func:`adjust_hue` for mmcv's.
 
         Args:
             results: Result dict with ``img``.

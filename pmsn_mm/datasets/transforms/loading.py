@@ -1,17 +1,13 @@
 """``CheckedLoadImageFromFile``: mmcv's ``LoadImageFromFile`` whose failures
 name the file and the cause.
 
-mmcv decodes with OpenCV, which already gives correct RGB content for the
-awkward files real datasets hold (grayscale and CMYK JPEGs, PNGs with alpha
-or 16 bits per channel, EXIF-rotated JPEGs; tested against PIL). What it
-does badly is fail: a truncated or non-image file ends in ``AssertionError:
-failed to load image`` and an empty file in an OpenCV assertion that names
-no file. :class:`CheckedLoadImageFromFile` raises :class:`ImageReadError`
-naming the file, the sample index and the decoder's reason; datasets of
-pmsn_mm add their type, ``data_root`` and split
-(:class:`NamedReadErrorsMixin`). Decoded pixels are mmcv's, unchanged. It is
-registered under its own name: mmcv's ``LoadImageFromFile`` stays as it is,
-and pmsn_mm's configs name this one.
+mmcv's OpenCV decoding gives correct RGB for the awkward files real
+datasets hold (tested against PIL), but a truncated, non-image or empty
+file fails with an assertion that names no file.
+:class:`CheckedLoadImageFromFile` raises :class:`ImageReadError` naming the
+file, the sample index and the decoder's reason (pmsn_mm's datasets add
+their type, ``data_root`` and split); decoded pixels are mmcv's. Registered
+under its own name: mmcv's ``LoadImageFromFile`` is unchanged.
 """
 import io
 import math
@@ -52,24 +48,18 @@ def undecodable_reason(data: bytes) -> str:
 
 @TRANSFORMS.register_module()
 class CheckedLoadImageFromFile(LoadImageFromFile):
-    """Load an image (mmcv's ``LoadImageFromFile``; clear errors on
-    unreadable files).
+    """mmcv's ``LoadImageFromFile`` with clear errors on unreadable files.
 
     **Required Keys:** img_path. **Added Keys:** img, img_shape, ori_shape.
 
     Args:
         to_float32: Return float32 instead of uint8.
-        color_type: ``mmcv.imfrombytes`` flag. Defaults to ``'color'``
-            (3 channels, BGR).
+        color_type: ``mmcv.imfrombytes`` flag. Defaults to ``'color'`` (BGR).
         imdecode_backend: ``'cv2'`` (default; correct for the awkward files
             above) or another ``mmcv.imfrombytes`` backend.
         file_client_args: Deprecated mmcv file client arguments.
-        ignore_empty: Return None for a file that cannot be read (missing,
-            a directory) or decoded instead of raising (mmengine then draws
-            another sample in training, silently and uncounted; not
-            recommended). mmcv's transform returns None where reading or
-            decoding raises and fails its assertion where the decoder
-            returns nothing (a non-image file); here both return None.
+        ignore_empty: Return None for an unreadable file instead of raising
+            (mmengine silently draws another sample; not recommended).
         backend_args: mmengine file backend arguments.
     """
 
@@ -140,15 +130,10 @@ def largest_safe_reduction(height: int, width: int,
     """The largest factor in (1, 2, 4, 8) by which an image can shrink so
     that every random-resized crop still has both sides >= its output size.
 
-    A crop of area fraction ``s`` and aspect ratio ``r`` has short side
-    ``sqrt(s * H * W * min(r, 1 / r))``; its smallest value over a view
-    group is at ``s = scale_min`` and the ratio farthest from 1.
-
     Args:
         height: Image height in pixels.
         width: Image width in pixels.
-        crops: ``(scale_min, most extreme ratio, output size)`` per view
-            group.
+        crops: :func:`~pmsn_mm.views.crop.smallest_crops` of the groups.
 
     Returns:
         1, 2, 4 or 8.
@@ -163,23 +148,19 @@ def largest_safe_reduction(height: int, width: int,
 class LoadImageForViews(CheckedLoadImageFromFile):
     """Decode an image for views drawn on the device: the loader's only work.
 
-    :class:`CheckedLoadImageFromFile` (OpenCV, errors that name the file),
-    except that a JPEG large enough is decoded at 1/2, 1/4 or 1/8 of its
-    size in the DCT domain (cheaper to decode and to transfer) when every
-    random resized crop of every view group still keeps both sides at or
-    above its output resolution (:func:`largest_safe_reduction`; the header is
-    read first). Pair it with ``PackInputs``, ``padded_collate`` and a
-    ``BatchAugmentPreprocessor`` with the same ``views``.
+    :class:`CheckedLoadImageFromFile`, except that a large enough JPEG is
+    decoded at 1/2, 1/4 or 1/8 of its size in the DCT domain when every
+    random resized crop still keeps both sides at or above its output size
+    (:func:`largest_safe_reduction`). Pair it with ``PackInputs``,
+    ``padded_collate`` and a ``BatchAugmentPreprocessor`` with the same
+    ``views``.
 
     **Required Keys:** img_path. **Added Keys:** img (BGR uint8), img_shape,
     ori_shape (the decoded size).
 
     Args:
-        views: The ``BatchAugmentPreprocessor`` view groups, checked as it
-            checks them (``check_view_groups`` of
-            :mod:`pmsn_mm.views`; ``scale``,
-            ``ratio``, ``size`` are read; a group without ``size`` forbids
-            any reduction). None: never reduce.
+        views: The ``BatchAugmentPreprocessor`` view groups (a group
+            without ``size`` forbids any reduction). None: never reduce.
         **kwargs: :class:`CheckedLoadImageFromFile` arguments.
     """
 

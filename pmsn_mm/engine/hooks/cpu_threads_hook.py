@@ -11,20 +11,13 @@ from ..cpu_load import (USER_THREADS, CPULoadSampler, available_cores,
 
 @HOOKS.register_module()
 class CPUThreadsHook(Hook):
-    """Keep a CPU run's torch threads at the cores other processes leave
-    free (``torch.set_num_threads``), so that a busy machine costs a run
-    about its fair share instead of 3-30x (see
-    :mod:`pmsn_mm.engine.cpu_load`).
+    """Keep a CPU run's torch threads at the cores other processes leave free
+    (``torch.set_num_threads``), so that a busy machine costs a run about its
+    fair share instead of 3-30x (see :mod:`pmsn_mm.engine.cpu_load`).
 
-    With ``threads='auto'`` the load of the process's cores is read every
-    ``interval`` seconds (Linux only) and the thread count follows
-    :func:`~pmsn_mm.engine.cpu_load.fair_threads`, capped by a cgroup CPU
-    quota; a new count needs two readings in a row and every change is
-    logged with its reason. An integer fixes the count, None leaves
-    torch's own. GPU runs and processes started with ``OMP_NUM_THREADS`` /
-    ``MKL_NUM_THREADS`` are left alone. In the configs as
-    ``default_hooks.cpu_threads``; ``threads=None`` turns it off (mmengine
-    accepts ``None`` only for its own default hooks).
+    ``threads='auto'`` follows :func:`~pmsn_mm.engine.cpu_load.fair_threads`
+    every ``interval`` seconds (Linux; a change needs two readings in a row).
+    GPU runs and ``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS`` are left alone.
 
     Args:
         threads: ``'auto'``, a number of threads, or None (torch's default,

@@ -10,14 +10,10 @@ from mmpretrain.registry import HOOKS
 class FinalValMetricsHook(Hook):
     """Repeat the latest validation's metrics as the log's last line.
 
-    mmengine logs a validation's metrics in the middle of a run's last
-    lines (before the best-checkpoint note and the run's end); this hook
-    keeps the metrics of the latest validation and the iteration it ran at,
-    and when the run ends logs e.g. ``Final validation (iteration 1170):
-    knn_digit/top1: 33.2500  knn_background/top1: 37.6000`` (``Last
-    validation (iteration N; training stopped at M)`` when the run went on
-    after it); nothing when the run did not validate. ``tools/train.py``
-    registers it.
+    mmengine logs them in the middle of a run's last lines; this hook logs
+    e.g. ``Final validation (iteration 1170): knn_digit/top1: 33.2500`` when
+    the run ends (``Last validation (iteration N; training stopped at M)``
+    if it went on after it; nothing without validation).
     """
 
     priority = 'LOWEST'

@@ -30,11 +30,8 @@ def _grads_finite_flag(optimizer: Optimizer) -> Optional[torch.Tensor]:
     """A 0-dim bool tensor on the gradients' device: whether every gradient
     is finite (None without gradients). Not read: no host sync.
 
-    The max-abs (inf) norm of all gradients is finite exactly when every
-    entry is (it cannot overflow as an L2 norm can), in a few foreach ops.
-
-    Args:
-        optimizer: The optimizer whose parameters' gradients are checked.
+    The max-abs norm is finite exactly when every entry is (it cannot
+    overflow as an L2 norm can).
     """
     grads = [
         p.grad for group in optimizer.param_groups for p in group['params']
@@ -47,34 +44,23 @@ def _grads_finite_flag(optimizer: Optimizer) -> Optional[torch.Tensor]:
 
 
 def _grads_finite(optimizer: Optimizer) -> bool:
-    """Whether every gradient is finite (reads one device value).
-
-    Args:
-        optimizer: The optimizer whose parameters' gradients are checked.
-    """
+    """Whether every gradient is finite (reads one device value)."""
     flag = _grads_finite_flag(optimizer)
     return flag is None or bool(flag)
 
 
 @HOOKS.register_module()
 class NonFiniteGuardHook(Hook):
-    """Catch a diverging run at the iteration it diverges.
-
-    Without it a NaN/inf loss trains to the end, exits 0 and saves
-    checkpoints full of NaN. Gradients are checked before every optimizer
-    step (``action='skip'`` drops the step: one host sync per step;
-    ``'stop'`` keeps the flag on the device), the loss terms after every
-    iteration (all ranks together, read once). ``'stop'`` raises
-    :class:`NonFiniteTrainingError` naming the iteration, the terms and the
-    last good checkpoint; ``'skip'`` warns and raises after more than
-    ``max_skips`` bad iterations (over the whole run). A checkpoint whose
-    tensors are not finite is never written. Runs before
-    ``CheckpointHook``. See docs/distributed.md, 'Non-finite guard'.
+    """Catch a diverging run at the iteration it diverges (docs/distributed.md,
+    'Non-finite guard'): gradients checked before every optimizer step
+    (``'skip'``: one host sync per step), loss terms after every iteration;
+    ``'stop'`` raises :class:`NonFiniteTrainingError`, ``'skip'`` after more
+    than ``max_skips`` bad iterations; non-finite checkpoints are never
+    written. Runs before ``CheckpointHook``.
 
     Args:
         action: ``'stop'`` or ``'skip'``. Defaults to ``'stop'``.
-        max_skips: With ``action='skip'``, the number of bad iterations
-            tolerated, >= 0. Defaults to 10.
+        max_skips: Bad iterations tolerated with ``'skip'``. Defaults to 10.
     """
 
     priority = 'NORMAL'

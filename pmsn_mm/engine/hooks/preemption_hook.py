@@ -1,16 +1,5 @@
-"""Preemption: finish the iteration, save one checkpoint, requeue, exit.
-
-Slurm sends SIGTERM (``scancel``, preemption) or the ``--signal`` of the
-job (e.g. SIGUSR1 120 s before the time limit) and kills the job a while
-later. :class:`PreemptionHook` turns such a signal into: every rank
-finishes its current iteration; the ranks agree on the same last
-iteration; one checkpoint is written there (with every rank's random
-states); ``preempted.json`` in the work dir names it, so the same command,
-run again (the requeued job), resumes from it (see
-:func:`pmsn_mm.engine.resume.plan_run`); under Slurm rank 0 runs
-``scontrol requeue`` as submitit does; the processes exit with
-:data:`EXIT_PREEMPTED`. See docs/distributed.md.
-"""
+"""Preemption: finish the iteration, save one checkpoint, requeue, exit
+(docs/distributed.md, "Preemption and requeue")."""
 import logging
 import os
 import os.path as osp
@@ -32,13 +21,10 @@ from ..resume import (record_last_checkpoint, remove_preemption_marker,
 from .rng_state_hook import RNGStateHook, _checkpoint_due
 from .work_dir_overwrite_hook import WorkDirOverwriteHook
 
-#: Exit status of a process that saved a checkpoint on a signal and stopped
-#: (``EX_TEMPFAIL`` of sysexits.h: "try again later": the same command
-#: resumes).
+#: Exit status after a checkpoint saved on a signal (``EX_TEMPFAIL``).
 EXIT_PREEMPTED = 75
-#: Set by ``tools/dist_train.sh``: a file into which the ranks write their
-#: exit status on preemption; they then exit 0 (torchrun reports any other
-#: status as a failure with a traceback) and dist_train.sh exits with it.
+#: Set by ``tools/dist_train.sh``: the ranks write their exit status there
+#: and exit 0 (torchrun reports any other status as a failure).
 STATUS_FILE_ENV = 'PMSN_PREEMPTED_STATUS_FILE'
 #: Signals a handler cannot be installed for.
 _UNCATCHABLE = ('SIGKILL', 'SIGSTOP')
@@ -57,48 +43,25 @@ def slurm_job_id() -> Optional[str]:
 @HOOKS.register_module()
 class PreemptionHook(Hook):
     """Stop a run on SIGTERM/SIGUSR1 after at most the current iteration,
-    with a checkpoint the same command resumes from.
+    with a checkpoint (and ``preempted.json``) the same command resumes
+    from; then requeue under Slurm and exit with :data:`EXIT_PREEMPTED`.
 
-    The handlers (installed in ``before_train`` by the main thread, the
-    previous ones put back in ``after_train``) only set a flag. A single
-    process reads it after every iteration; several ranks combine their
-    flags with an asynchronous all-reduce on a CPU (gloo) group started
-    every ``interval`` iterations and read ``interval`` iterations later,
-    so no GPU synchronisation is added and every rank stops after the same
-    iteration, at most ``2 * interval`` iterations after the signal. Then:
-
-    - the checkpoint of that iteration is written (``iter_N.pth`` through
-      the ``CheckpointHook``'s ``out_dir`` and ``backend_args``, e.g. the
-      atomic backend; ``last_checkpoint`` names it), with every rank's
-      random states (:meth:`RNGStateHook.capture`); if the
-      ``CheckpointHook`` saved this iteration already, that file is used;
-    - ``preempted.json`` in the work dir names it (written atomically): the
-      same command resumes from it without ``--resume``; it is deleted when
-      the run finishes;
-    - a second signal meanwhile is ignored (it neither interrupts the save
-      nor starts another);
-    - with ``requeue``, rank 0 runs ``scontrol requeue <job id>`` after the
-      save;
-    - every process exits with :data:`EXIT_PREEMPTED` (75); under
-      ``tools/dist_train.sh`` the ranks exit 0 to torchrun and the script
-      exits with 75.
-
-    A signal during the last iteration, a validation or after training
-    lets the run finish as usual (exit 0).
+    The handlers only set a flag; several ranks combine flags with an async
+    all-reduce on a gloo group every ``interval`` iterations (no GPU sync),
+    so all stop after the same iteration, at most ``2 * interval`` after
+    the signal. The checkpoint goes through the ``CheckpointHook``'s
+    ``out_dir``/``backend_args`` with every rank's random states.
 
     Args:
         signals: Names of the signals handled. Defaults to
             ``('SIGTERM', 'SIGUSR1')`` (what Slurm sends before it kills a
-            job: on ``scancel`` or preemption, and the ``--signal`` option
-            before the time limit). ``[]`` turns the hook off
-            (``default_hooks.preemption.signals=[]``).
+            job). ``[]`` turns the hook off.
         interval: With several ranks, iterations between two agreements.
             Defaults to 2.
         requeue: ``'auto'``: rank 0 runs ``scontrol requeue`` inside a
-            Slurm job (``SLURM_JOB_ID`` set) after SIGUSR1 only (SIGTERM is
-            also ``scancel``'s, and Slurm requeues a preempted job itself
-            when its partition says so); ``True``: after any handled signal
-            inside a Slurm job; ``False``: never. Defaults to ``'auto'``.
+            Slurm job after SIGUSR1 only (SIGTERM is also ``scancel``'s);
+            ``True``: after any handled signal; ``False``: never. Defaults
+            to ``'auto'``.
         exit_code: The status the processes exit with after the save.
             Defaults to :data:`EXIT_PREEMPTED`.
     """

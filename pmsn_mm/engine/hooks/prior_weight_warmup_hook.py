@@ -11,24 +11,14 @@ from pmsn_mm.utils.validation import check_int, check_number
 @HOOKS.register_module()
 class PriorWeightWarmupHook(Hook):
     """Raise ``lambda`` of Assran et al., ICLR 2023, arXiv:2210.07277,
-    eq. (9) linearly from
-    ``start_weight`` to the loss's configured ``prior_weight`` over the first
-    ``warmup_iters`` iterations (or ``warmup_ratio`` of the run), then keep
-    it.
-
-    The prior's leverage is ``lambda * delta KL``; a large lambda from the
-    first step can hold a run at the trivial solution ``p_i = prior``
-    (docs/toy_prior_study.md), a warm-up lets it leave that solution first.
-
-    Before iteration ``i`` (0-based) the weight is ``start + (end - start) *
-    min(1, i / warmup_iters)``: a function of ``runner.iter`` alone, so
-    ``--resume`` continues the schedule exactly, with no state of its own.
-    It is set on ``model.head.loss_module.prior_weight`` (``PMSNLoss``) and
-    logged as ``prior_weight``.
+    eq. (9) linearly from ``start_weight`` to the loss's ``prior_weight``
+    over the first ``warmup_iters`` iterations (or ``warmup_ratio`` of the
+    run): a large lambda from the first step can hold a run at the trivial
+    solution ``p_i = prior`` (docs/toy_prior_study.md). A function of
+    ``runner.iter`` alone, set on ``model.head.loss_module.prior_weight``.
 
     Args:
-        warmup_iters: Iterations of the warm-up, >= 1. Give this or
-            ``warmup_ratio``.
+        warmup_iters: Warm-up iterations, >= 1 (or ``warmup_ratio``).
         warmup_ratio: Fraction of ``train_cfg.max_iters``, in (0, 1].
         start_weight: Weight at iteration 0, >= 0. Defaults to 0.0.
     """

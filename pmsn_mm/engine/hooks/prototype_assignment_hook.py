@@ -43,16 +43,14 @@ def labelled_inputs(model: 'BaseModel',
     Args:
         model: The model whose pre-processor normalises the images.
         dataset: A dataset whose pipeline packs ``inputs`` and the labels.
-        labels: ``{name: data-sample field}`` to collect (see
-            :func:`~pmsn_mm.evaluation.sample_label`), e.g.
-            ``dict(digit='digit_label')``. Defaults to none.
+        labels: ``{name: data-sample field}`` to collect
+            (:func:`~pmsn_mm.evaluation.sample_label`). Defaults to none.
         num_samples: Keep the first ``num_samples`` samples, at most
             ``len(dataset)``. Defaults to None (all).
         batch_size: Images per pre-processor call. Defaults to 256.
 
     Returns:
-        Tensor of shape (N, C, H, W) and ``{name: int array of shape
-        (N,)}``.
+        Tensor of shape (N, C, H, W) and ``{name: int array of shape (N,)}``.
     """
     if num_samples is not None:
         check_int('num_samples', num_samples, 1, len(cast(Sized, dataset)))
@@ -89,8 +87,7 @@ def embed_inputs(model: nn.Module,
         model: A prototype model (PMSN, PSwAV), in the mode wanted.
         inputs: Tensor of shape (N, C, H, W).
         stages: Stages of :meth:`PrototypeEmbedMixin.embed`.
-        target: The EMA target encoder; models without one (PSwAV) use the
-            online encoder. Defaults to False.
+        target: The EMA target encoder (else online). Defaults to False.
         batch_size: Images per forward. Defaults to 500.
 
     Returns:
@@ -122,25 +119,19 @@ def brightness_deciles(inputs: Tensor) -> np.ndarray:
 class PrototypeAssignmentHook(Hook):
     """Which labels the prototypes follow, on fixed images, during training.
 
-    Before training and every ``interval`` iterations it embeds a fixed
-    set of labelled, un-augmented images with the online (and EMA target)
-    encoder in eval mode and records a point: NMI of the argmax prototype
-    with each label (``nmi_<name>`` / ``target_nmi_<name>``), entropies, KL
-    to the prior, argmax usage, ``collapse_indicator`` and ``prior_tau``
-    (:func:`~pmsn_mm.evaluation.functional.prior_diagnostics.assignment_stats`).
-    Points are written to ``<work_dir>/<out_file>`` and sent to the
-    visualizer as ``prototype_assignment/<key>``. The images stay on the
-    device for the whole run, so keep the set small.
+    Before training and every ``interval`` iterations it embeds fixed
+    labelled, un-augmented images (online and EMA target encoders, eval
+    mode) and records NMI of the argmax prototype with each label, entropies,
+    KL to the prior, usage, ``collapse_indicator`` and ``prior_tau``
+    (:func:`~pmsn_mm.evaluation.functional.prior_diagnostics.assignment_stats`)
+    into ``<work_dir>/<out_file>`` and the visualizer. The images stay on the
+    device, so keep the set small.
 
     Args:
-        dataset: A dataset or its config; its pipeline packs ``inputs`` and
-            the label fields.
-        labels: ``{name: data-sample field}``, e.g.
-            ``dict(digit='digit_label')``. Defaults to none.
-        num_samples: Use the first ``num_samples`` images (<= the dataset's
-            length). Defaults to None (all).
-        interval: Record every ``interval`` training iterations, >= 1.
-            Defaults to 100.
+        dataset: A dataset (or config) packing ``inputs`` and the labels.
+        labels: ``{name: data-sample field}`` (``dict(digit='digit_label')``).
+        num_samples: Use the first ``num_samples`` images. Defaults to all.
+        interval: Record every ``interval`` iterations. Defaults to 100.
         brightness: Also a ``brightness`` label, the decile of each image's
             mean intensity (a nuisance check). Defaults to False.
         out_file: JSON file, relative to ``runner.work_dir`` unless

@@ -25,19 +25,17 @@ PREFIX = 'prototype_usage/'
 class PrototypeUsageHook(Hook):
     """Prior diagnostics of a prototype model (PMSN/MSN) during training.
 
-    After every iteration it reads the step's p̄ and argmax set from the
-    head (``head.step_statistics()``; no second forward pass, already
-    reduced over ranks). Every ``interval`` iterations it averages the
-    window's p̄, adds scalars ``prototype_usage/{entropy,
-    effective_clusters, kl_forward, kl_reverse, num_used,
-    num_used_cumulative, prior_effective_clusters}`` to the visualizer and
-    writes ``<work_dir>/<out_dir>/iter_<n>.png`` (log-log rank vs
-    probability, prior overlaid) and ``iter_<n>.json``. The cumulative set
-    restarts with each run.
+    After every iteration it reads the step's p̄ and argmax set from the head
+    (``head.step_statistics()``; no second forward pass, already reduced over
+    ranks). Every ``interval`` iterations it averages the window's p̄, adds
+    scalars ``prototype_usage/{entropy, effective_clusters, kl_forward,
+    kl_reverse, num_used, num_used_cumulative, prior_effective_clusters}`` to
+    the visualizer and writes ``<work_dir>/<out_dir>/iter_<n>.png`` (log-log
+    rank vs probability, prior overlaid) and ``iter_<n>.json``. The cumulative
+    set restarts with each run.
 
     Args:
-        interval: Log every ``interval`` training iterations, >= 1.
-            Defaults to 50.
+        interval: Log every ``interval`` iterations, >= 1. Defaults to 50.
         out_dir: Folder of the plots, relative to ``runner.work_dir`` unless
             absolute. Defaults to ``'prototype_usage'``.
         add_image: Also send the plot to the visualizer. Defaults to True.
@@ -79,8 +77,7 @@ class PrototypeUsageHook(Hook):
         self._used = None
 
     def accumulate(self, mean_probs: Tensor, used: Tensor) -> None:
-        """Add one step's p̄ (K,) and argmax set (bool (K,)) to the window.
-        """
+        """Add a step's p̄ (K,) and argmax set (bool (K,)) to the window."""
         mean_probs = mean_probs.detach().double()
         if self._prob_sum is None:
             self._prob_sum = torch.zeros_like(mean_probs)

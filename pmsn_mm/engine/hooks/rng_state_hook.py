@@ -14,10 +14,8 @@ CHECKPOINT_KEY = 'rng_states'
 
 
 def _checkpoint_due(runner) -> bool:
-    """Whether a ``CheckpointHook`` saves in this ``after_train_iter``.
-
-    Evaluates CheckpointHook's own rule (every ``interval`` iterations from
-    ``save_begin``, and the last iteration with ``save_last``).
+    """Whether a ``CheckpointHook`` saves in this ``after_train_iter``
+    (its own ``interval``/``save_begin``/``save_last`` rule).
 
     Args:
         runner: The runner, after the iteration's train step.
@@ -44,14 +42,9 @@ def _trained_in_epoch(runner, loop) -> int:
 
 
 class _SkipThenRestore:
-    """Dataloader proxy for the first epoch of an epoch-based run resumed
-    from a checkpoint saved in the middle of that epoch.
-
-    ``EpochBasedTrainLoop.run_epoch`` iterates the whole dataloader; this
-    proxy fetches and drops the ``skip`` batches the original run trained
-    in that epoch (as ``IterBasedTrainLoop`` advances its iterator after a
-    resume), restores the random states, and yields the rest. Other
-    attributes (``sampler``, ``dataset``, ``len``) are the dataloader's.
+    """Dataloader proxy for an epoch resumed from its middle: fetches and
+    drops the ``skip`` trained batches, restores the random states, yields
+    the rest (other attributes are the dataloader's).
 
     Args:
         dataloader: The loop's dataloader.
@@ -80,11 +73,8 @@ class _SkipThenRestore:
 
 
 class _RestoreBeforeFetch:
-    """Iterator proxy that restores RNG states right before fetch ``skip+1``.
-
-    ``IterBasedTrainLoop.run`` advances the dataloader ``iter`` times after a
-    resume (running the data pipeline, which draws random numbers) and then
-    fetches the first new batch; the states must be restored in between.
+    """Iterator proxy that restores RNG states right before fetch ``skip+1``
+    (after ``IterBasedTrainLoop`` has advanced past the trained batches).
 
     Args:
         iterator: The loop's dataloader iterator.
@@ -112,46 +102,17 @@ class _RestoreBeforeFetch:
 
 @HOOKS.register_module()
 class RNGStateHook(Hook):
-    """Make ``--resume`` continue with the random numbers of the original run.
+    """Make ``--resume`` continue with the random numbers of the original
+    run (docs/distributed.md, "Exact resume").
 
-    mmengine checkpoints hold weights, optimizer, schedulers and the
-    iteration, but not the random generators, so after a resume the
-    augmentations and patch-drop masks differ from the uninterrupted run.
-    This hook stores, in ``checkpoint['rng_states']`` (a list indexed by
-    rank), the Python, numpy, torch CPU and CUDA generator states of every
-    rank, as tensors and plain numbers (:mod:`pmsn_mm.engine.rng_state`; no
-    new global for ``weights_only=True`` loading). On resume each rank
-    restores its own state at the point the original run had reached:
-
-    - ``IterBasedTrainLoop``: after mmengine has advanced the dataloader past
-      the trained iterations and right before the first new batch is
-      fetched (so the per-sample pipeline, the batched augmentation in the
-      model and the masks all replay);
-    - ``EpochBasedTrainLoop``: at the start of the first resumed epoch; a
-      checkpoint saved in the middle of an epoch (``PreemptionHook``)
-      resumes that epoch after the batches it had trained: they are
-      fetched and dropped (as ``IterBasedTrainLoop`` does), then the states
-      are restored. The epoch's ``batch_idx`` (and the logged ``[i/n]``)
-      then counts from 0 again; ``runner.iter`` is exact.
-
-    A single process reads its states when the checkpoint is saved. With
-    several ranks (``Runner.save_checkpoint`` runs on rank 0 only) they are
-    gathered with ``mmengine.dist.all_gather_object`` after each training
-    iteration in which a ``CheckpointHook`` saves (its own interval rule),
-    after each epoch, before each validation (``save_best``) and when a hook
-    calls :meth:`capture` (``PreemptionHook``, on every rank, before it
-    saves); a checkpoint saved at any other point holds no states (with a
-    warning).
-    Validation does not consume the training stream: the states are put back
-    after each validation, so a run gives the same result whether or when it
-    validates, and a ``save_best`` checkpoint holds the states from before
-    the validation.
-
-    With ``randomness.deterministic=True`` and ``num_workers=0`` a resumed
-    run is bit-identical to the uninterrupted one on CPU. Not covered:
-    private generators (e.g. ``BatchAugmentPreprocessor(seed=...)``),
-    dataloader worker processes, and a resume with a different number of
-    ranks (the states are then not restored, with a warning).
+    Stores every rank's Python, numpy, torch CPU and CUDA generator states
+    in ``checkpoint['rng_states']`` (indexed by rank; tensors and plain
+    numbers, :mod:`pmsn_mm.engine.rng_state`); on resume each rank restores
+    its own right before the first new batch is fetched. With several ranks
+    the states are gathered in iterations where a ``CheckpointHook`` saves,
+    after each epoch, before each validation and on :meth:`capture`; a
+    checkpoint saved elsewhere holds none (with a warning). States are put
+    back after each validation, so validating never changes training.
     """
 
     # After LOW hooks (ParamSchedulerHook, PrototypeUsageHook) and before the
@@ -172,8 +133,7 @@ class RNGStateHook(Hook):
     def capture(self, runner) -> None:
         """Gather every rank's random states for a checkpoint saved in this
         ``after_train_iter`` outside ``CheckpointHook``'s interval (e.g. on
-        preemption). A collective: every rank calls it, at the same
-        iteration. Nothing to do in a single process.
+        preemption); a collective, a no-op in a single process.
 
         Args:
             runner: The runner, after the iteration's train step.

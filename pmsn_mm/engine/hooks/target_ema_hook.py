@@ -10,17 +10,11 @@ from mmpretrain.utils import get_ori_model
 class TargetEMAHook(Hook):
     """After every training iteration, average the online encoder into the
     model's EMA target (``model.update_target()``, see
-    :class:`~pmsn_mm.models.utils.EMATargetMixin`): official MSN updates
-    its target right after ``optimizer.step()``, with that step's momentum.
-    The update is one fused ``torch._foreach_lerp_`` over the target's
-    tensors, its momentum computed on the host from a step counter: a few
-    kernel launches and no host sync per iteration, whatever the model's
-    depth (:meth:`~pmsn_mm.models.utils.LinearMomentumEMA.update_parameters`;
-    a resumed run re-reads the checkpointed ``steps`` once).
-
-    Runs before ``CheckpointHook``, so a checkpoint holds the target of the
-    step it saves. Models without ``update_target`` are left alone, so the
-    hook can sit in a runtime config shared by every algorithm.
+    :class:`~pmsn_mm.models.utils.EMATargetMixin`): official MSN updates its
+    target right after ``optimizer.step()``, with that step's momentum (no host
+    sync: :meth:`~pmsn_mm.models.utils.LinearMomentumEMA.update_parameters`).
+    Runs before ``CheckpointHook``; models without ``update_target`` are left
+    alone, so the hook can sit in a shared runtime config.
     """
 
     priority = 'NORMAL'

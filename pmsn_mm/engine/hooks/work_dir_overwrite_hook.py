@@ -1,20 +1,9 @@
-"""``--overwrite`` without losing the earlier run before the new one works.
-
-A run with ``overwrite_work_dir=True`` (``tools/train.py CONFIG
---overwrite``) into a work dir holding checkpoints: ``PMSNRunner.train``
-creates this hook from the plan of :func:`pmsn_mm.engine.resume.plan_run`,
-which decided the overwrite. Nothing is moved while the runner builds the
-model, the datasets, the optimizer and the schedulers: ``before_train``
-(which mmengine calls after all of that, after ``load_from`` was read, and
-here after every other hook's ``before_train``) moves the files into
-``<work_dir>/overwritten_<timestamp>/``. The folder is deleted as soon as
-the new run has written a checkpoint; if the run raises before, or ends
-without writing one, :meth:`WorkDirOverwriteHook.restore` puts the files
-back unchanged (``PMSNRunner.train`` calls it on any exception). The
-earlier run's config dump, which mmengine rewrites while building the
-runner, is read before (``dump``, or the plan's ``earlier_config``) and
-goes with the checkpoints. After a ``kill -9`` in between, the folder stays
-and the next run in that work dir says where it is.
+"""``--overwrite`` without losing the earlier run before the new one works
+(docs/distributed.md, "Work dirs"): ``before_train``, once everything is
+built, moves the files (and the earlier config dump, read before mmengine
+rewrote it) into ``<work_dir>/overwritten_<timestamp>/``, deleted once the
+new run has a checkpoint; :meth:`WorkDirOverwriteHook.restore` puts them
+back if it stops before.
 """
 import os
 import os.path as osp

@@ -14,24 +14,10 @@ from mmengine.registry import MODEL_WRAPPERS
 class DeviceAwareDistributedDataParallel(MMDistributedDataParallel):
     """:class:`MMDistributedDataParallel` that drops ``device_ids`` on CPU.
 
-    mmengine's runner always passes ``device_ids=[LOCAL_RANK]`` to DDP
-    wrappers, which torch rejects for a module whose parameters live on the
-    CPU. This wrapper passes ``device_ids=None`` in that case and behaves
-    exactly like :class:`MMDistributedDataParallel` otherwise.
-    ``tools/train.py`` selects it automatically when CUDA is unavailable.
-
-    A module without any parameter that requires a gradient (the frozen
-    encoder of the kNN and logistic-regression benchmarks under
-    ``tools/dist_test.sh``) has nothing for DDP to synchronise, and torch's
-    DDP refuses it; such a module is kept unwrapped inside this wrapper (as
-    mmengine's ``MMSeparateDistributedDataParallel`` keeps frozen parts),
-    so ``val_step`` / ``test_step`` run it directly (``train_step`` needs
-    DDP and is not available then).
-
-    torch 2.14 warns that ``broadcast_buffers`` is deprecated (in every
-    rank); mmengine passes it, and torch advises keeping
-    ``broadcast_buffers=False`` where buffers must not be synced at init, so
-    that one note is not shown.
+    mmengine passes ``device_ids=[LOCAL_RANK]``, which torch rejects for a
+    CPU module. A module with no trainable parameter (a frozen benchmark
+    encoder), which DDP refuses, is kept unwrapped for ``val_step`` /
+    ``test_step``. torch's ``broadcast_buffers`` deprecation note is hidden.
 
     Args:
         module: The model to wrap.

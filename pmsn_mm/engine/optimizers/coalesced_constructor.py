@@ -17,33 +17,23 @@ from .param_groups import (adam_implementation, coalesce_param_groups,
 @OPTIM_WRAPPER_CONSTRUCTORS.register_module()
 class CoalescedOptimWrapperConstructor(DefaultOptimWrapperConstructor):
     """mmengine's ``DefaultOptimWrapperConstructor`` whose parameters with
-    equal settings share one param group, and whose AdamW runs fused on
-    CUDA.
+    equal settings share one param group, and whose AdamW runs fused on CUDA.
 
     With a ``paramwise_cfg`` mmengine makes one param group per parameter
-    (161 for the ViT-S PMSN, with 3 distinct settings), which the optimizer
-    and schedulers loop over every step; here groups with equal settings
-    are merged (:func:`coalesce_param_groups`), and every parameter keeps
-    its values at every step. Adam/AdamW get ``fused=True`` on CUDA, else
-    ``foreach=True``, unless the config sets either
-    (:func:`adam_implementation`); a checkpoint with another number of
-    groups is refused on resume (:func:`resume_check`). Shared weights are
-    handled as mmengine does (``bypass_duplicate``).
-
-    A config opts in with ``optim_wrapper=dict(constructor=
-    'CoalescedOptimWrapperConstructor', ...)``;
-    ``optim_wrapper.coalesce_param_groups=False`` keeps one group per
-    parameter (to resume a checkpoint saved with them).
+    (161 for the ViT-S PMSN, 3 distinct settings), looped over every step;
+    here equal ones are merged (:func:`coalesce_param_groups`), values kept.
+    Adam/AdamW get ``fused`` on CUDA, else ``foreach``, unless the config
+    sets either (:func:`adam_implementation`); a checkpoint with another
+    number of groups is refused on resume (:func:`resume_check`).
+    ``coalesce_param_groups=False`` keeps one group per parameter.
 
     Args:
-        optim_wrapper_cfg: The optimizer-wrapper config (see mmengine's
-            ``DefaultOptimWrapperConstructor``), with an optional
-            ``coalesce_param_groups`` (bool, default True).
+        optim_wrapper_cfg: The optimizer-wrapper config (mmengine's), with
+            an optional ``coalesce_param_groups`` (default True).
         paramwise_cfg: Parameter-wise options. Defaults to None.
     """
 
-    #: Keys of ``optim_wrapper`` this constructor reads (besides mmengine's
-    #: ``optimizer``); the config-key check accepts them.
+    #: ``optim_wrapper`` keys this constructor reads (config-key check).
     wrapper_keys = ('coalesce_param_groups', )
 
     def __init__(self,

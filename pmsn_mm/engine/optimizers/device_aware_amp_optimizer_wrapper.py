@@ -1,9 +1,8 @@
-"""Mixed precision, in one place: the autocast dtype is written in the
-config (``optim_wrapper=dict(type='DeviceAwareAmpOptimWrapper',
-dtype='bfloat16')``) and nothing else chooses it: the wrapper, what
-``--amp`` sets (:func:`set_amp`) and the one-line refusal of mmengine's
-``AmpOptimWrapper`` without an accelerator (:func:`check_amp_device`).
-See docs/distributed.md.
+"""Mixed precision, in one place: the autocast dtype is written in the config
+(``optim_wrapper=dict(type='DeviceAwareAmpOptimWrapper', dtype='bfloat16')``)
+and nothing else chooses it: the wrapper, what ``--amp`` sets (:func:`set_amp`)
+and the one-line refusal of mmengine's ``AmpOptimWrapper`` without an
+accelerator (:func:`check_amp_device`). See docs/distributed.md.
 """
 from contextlib import contextmanager
 from typing import Any, Iterator, Optional, Union
@@ -24,8 +23,7 @@ from ...config.errors import ConfigValueError
 #: The autocast dtypes a config (``optim_wrapper.dtype``) or ``--amp`` may
 #: name; the first is ``--amp``'s default.
 AMP_DTYPES = ('bfloat16', 'float16')
-#: The optimizer wrappers :func:`set_amp` (``--amp``) turns into
-#: ``DeviceAwareAmpOptimWrapper``.
+#: The wrappers :func:`set_amp` turns into ``DeviceAwareAmpOptimWrapper``.
 AMP_CONVERTIBLE = ('OptimWrapper', 'AmpOptimWrapper',
                    'DeviceAwareAmpOptimWrapper')
 
@@ -39,8 +37,7 @@ def cuda_bf16_native() -> bool:
 
 
 def amp_device_available() -> bool:
-    """Whether mmengine's :class:`AmpOptimWrapper` can build here (CUDA,
-    NPU, MLU or MUSA)."""
+    """Whether :class:`AmpOptimWrapper` can build (CUDA, NPU, MLU, MUSA)."""
     return (is_cuda_available() or is_npu_available() or is_mlu_available()
             or is_musa_available())
 
@@ -49,8 +46,7 @@ def amp_dtype(dtype: Any) -> torch.dtype:
     """The autocast dtype a config names, checked.
 
     Args:
-        dtype: ``optim_wrapper.dtype``: one of :data:`AMP_DTYPES` or the
-            same ``torch.dtype``.
+        dtype: One of :data:`AMP_DTYPES` or the same ``torch.dtype``.
 
     Returns:
         ``torch.bfloat16`` or ``torch.float16``.
@@ -78,10 +74,8 @@ def _wrapper_name(kind: Any) -> str:
 
 def set_amp(cfg: Any, dtype: str = AMP_DTYPES[0],
             option: str = '--amp') -> None:
-    """Mixed precision asked for on the command line: sets exactly
-    ``optim_wrapper.type='DeviceAwareAmpOptimWrapper'`` and
-    ``optim_wrapper.dtype``, in place (the other keys, ``loss_scale``
-    included, stay the config's).
+    """``--amp``: sets exactly ``optim_wrapper.type`` (to
+    ``'DeviceAwareAmpOptimWrapper'``) and ``optim_wrapper.dtype``, in place.
 
     Args:
         cfg: The config (``optim_wrapper`` of one of
@@ -90,9 +84,8 @@ def set_amp(cfg: Any, dtype: str = AMP_DTYPES[0],
         option: The flag, for the messages. Defaults to ``'--amp'``.
 
     Raises:
-        ValueError: ``dtype`` is not one of :data:`AMP_DTYPES`; the config
-            has no ``optim_wrapper`` or one of another type; ``'float16'``
-            without an accelerator.
+        ValueError: ``dtype`` is not allowed; no or another ``optim_wrapper``;
+            ``'float16'`` without an accelerator.
     """
     if dtype not in AMP_DTYPES:
         raise ValueError(f'{option} must be one of {", ".join(AMP_DTYPES)}, '
@@ -121,8 +114,7 @@ def check_amp_device(optim_wrapper: Any) -> None:
     line (mmengine's refusal is an ``AssertionError`` with a traceback).
 
     Args:
-        optim_wrapper: The config's ``optim_wrapper`` (a dict; anything
-            else is not checked).
+        optim_wrapper: The config's ``optim_wrapper`` (only a dict is checked).
 
     Raises:
         ConfigValueError: ``optim_wrapper.type`` is ``AmpOptimWrapper`` and
@@ -143,16 +135,10 @@ def check_amp_device(optim_wrapper: Any) -> None:
 @OPTIM_WRAPPERS.register_module()
 class DeviceAwareAmpOptimWrapper(AmpOptimWrapper):
     """mmengine's :class:`AmpOptimWrapper` with the autocast dtype written
-    in the config, that also runs on the CPU.
-
-    So that one config trains in the same precision on any machine
-    (mmengine's refuses to build without an accelerator):
-    ``dtype='bfloat16'`` autocasts without a ``GradScaler`` (float32's
-    exponent range: no underflow to scale away) on a GPU and the CPU alike;
-    ``dtype='float16'`` is mmengine's wrapper with its scaler, refused on
-    the CPU. A config without ``dtype`` is refused. Without a scaler,
-    ``loss_scale`` is ignored (one logged line) and checkpoints hold no
-    ``loss_scaler`` entry.
+    in the config, that also runs on the CPU (one config, one precision on
+    any machine): ``'bfloat16'`` autocasts without a ``GradScaler`` on GPU
+    and CPU alike (``loss_scale`` ignored, no ``loss_scaler`` in
+    checkpoints); ``'float16'`` is mmengine's, refused on the CPU.
 
     Args:
         loss_scale: ``GradScaler`` setting where float16 runs (see
@@ -160,8 +146,7 @@ class DeviceAwareAmpOptimWrapper(AmpOptimWrapper):
         dtype: The autocast dtype, one of :data:`AMP_DTYPES` (or the same
             ``torch.dtype``). Required; the default None is refused.
         use_fsdp: See :class:`AmpOptimWrapper`. Defaults to False.
-        **kwargs: Passed to :class:`OptimWrapper` (``optimizer``,
-            ``accumulative_counts``, ``clip_grad``).
+        **kwargs: Passed to :class:`OptimWrapper` (``optimizer``, ...).
     """
 
     #: The autocast dtype (``torch.bfloat16`` or ``torch.float16``).
@@ -221,8 +206,7 @@ class DeviceAwareAmpOptimWrapper(AmpOptimWrapper):
         return state
 
     def load_state_dict(self, state_dict: dict) -> None:
-        """Load the optimizer state (and, where a scaler runs, the
-        scaler's).
+        """Load the optimizer state (and the scaler's, where one runs).
 
         Args:
             state_dict: A state dict of this wrapper, of
@@ -234,8 +218,7 @@ class DeviceAwareAmpOptimWrapper(AmpOptimWrapper):
 
     @contextmanager
     def optim_context(self, model: nn.Module) -> Iterator[None]:
-        """Gradient-accumulation context plus autocast to
-        :attr:`cast_dtype` (on the CPU too).
+        """Gradient accumulation plus autocast to :attr:`cast_dtype` (CPU too).
 
         Args:
             model: The training model.

@@ -12,20 +12,12 @@ class SyncFreeLARS(LARS):
     """LARS (`arXiv:1708.03888 <https://arxiv.org/abs/1708.03888>`_) with
     the update of mmpretrain's ``LARS``, its trust ratio kept on the device.
 
-    mmpretrain's ``step`` reads the weight and gradient norm of every
-    parameter to the host (``.item()``, two host syncs per parameter) only
-    to choose between ``eta * |w| / (|g| + wd * |w| + eps)`` and 1. Here
-    the norms of a parameter group come from one foreach call and the
-    choice is a ``torch.where``; the trust ratio is computed in float64 as
-    mmpretrain's Python floats are (float32 on devices without float64),
-    so the update is mmpretrain's. mmpretrain's ``'LARS'`` stays
-    registered as it is; a config opts in with
-    ``optimizer=dict(type='SyncFreeLARS', ...)``.
+    mmpretrain's ``step`` reads two norms per parameter to the host only to
+    choose between the trust ratio and 1; here one foreach call and a
+    ``torch.where`` in float64 (as its Python floats): the same update.
 
     Args:
-        params: See mmpretrain's ``LARS`` (as are ``lr``, ``momentum``,
-            ``weight_decay``, ``dampening``, ``eta``, ``nesterov``,
-            ``eps``).
+        params: See mmpretrain's ``LARS`` (as are the other arguments).
     """
 
     @torch.no_grad()
@@ -33,8 +25,7 @@ class SyncFreeLARS(LARS):
         """Perform a single optimization step.
 
         Args:
-            closure: A closure that re-evaluates the model and returns the
-                loss.
+            closure: A closure that re-evaluates the model, returning the loss.
 
         Returns:
             The closure's loss, or None.

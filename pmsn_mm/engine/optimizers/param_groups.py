@@ -34,16 +34,14 @@ def coalesce_param_groups(groups: List[dict],
             ``DefaultOptimWrapperConstructor.add_params`` makes them.
         defaults: Values of entries a group may leave out (``lr``,
             ``weight_decay`` of the optimizer config). Defaults to None.
-        names: ``id(parameter)`` -> its names in the model, for the error
-            message. Defaults to None.
+        names: ``id(parameter)`` -> its names, for the error. Defaults to None.
 
     Returns:
         New groups (the input is not changed), each with every setting of
         its members written out and a new ``params`` list.
 
     Raises:
-        ValueError: A parameter is in more than one group (or twice in
-            one), naming it.
+        ValueError: A parameter is in several groups (or twice in one).
     """
     defaults = defaults or {}
     seen: set = set()
@@ -84,9 +82,8 @@ def adam_implementation(optimizer_cls: type, optimizer_cfg: dict,
     where CUDA is available and every parameter is a floating-point CUDA
     tensor (fused AdamW's requirement), else ``{'foreach': True}``.
 
-    Decided from the parameters when the optimizer is built (mmengine's
-    ``Runner`` has moved the model by then). Other optimizers, and configs
-    that set ``fused`` or ``foreach``, get ``{}``.
+    Other optimizers, and configs that set ``fused`` or ``foreach``,
+    get ``{}``.
 
     Args:
         optimizer_cls: The optimizer class.
@@ -114,15 +111,11 @@ def resume_check(coalesced_from: Optional[int]
     """An optimizer ``load_state_dict`` pre-hook for coalesced groups.
 
     With coalesced groups it refuses, naming the way out, a state with
-    another number of param groups (one saved with one group per parameter,
-    whose scheduler states cannot map onto fewer groups; torch would refuse
-    it without saying why). It also keeps this run's ``fused`` /
-    ``foreach``, which torch would restore from the checkpoint.
+    another number of param groups (torch would refuse it without saying
+    why); it keeps this run's ``fused`` / ``foreach`` either way.
 
     Args:
-        coalesced_from: How many groups the constructor made before
-            coalescing (None: not coalesced; then only the kernel is
-            kept).
+        coalesced_from: Groups before coalescing (None: keep the kernel only).
 
     Returns:
         The hook, for ``Optimizer.register_load_state_dict_pre_hook``.

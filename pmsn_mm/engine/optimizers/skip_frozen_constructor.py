@@ -16,22 +16,13 @@ class SkipFrozenOptimWrapperConstructor(CoalescedOptimWrapperConstructor):
     constructor with coalesced param groups) that leaves out whole frozen
     submodules up front.
 
-    With a ``paramwise_cfg``, mmengine's ``add_params`` logs one warning
-    per frozen parameter (hundreds for a ViT-B EMA target). A submodule
-    whose parameters are all frozen is not handed to ``add_params`` and gets
-    one logged line instead; every trainable parameter goes through
+    With a ``paramwise_cfg``, mmengine's ``add_params`` warns once per
+    frozen parameter (hundreds for a ViT-B EMA target); a wholly frozen
+    submodule gets one logged line instead. Trainable parameters go through
     ``add_params`` as before, in the same order, with the same settings.
 
-    Config::
-
-        optim_wrapper = dict(
-            constructor='SkipFrozenOptimWrapperConstructor',
-            optimizer=dict(type='AdamW', lr=1e-3),
-            paramwise_cfg=dict(norm_decay_mult=0.0))
-
     Args:
-        optim_wrapper_cfg: The optimizer-wrapper config (see
-            :class:`CoalescedOptimWrapperConstructor`).
+        optim_wrapper_cfg: The optimizer-wrapper config.
         paramwise_cfg: Parameter-wise options. Defaults to None.
     """
 

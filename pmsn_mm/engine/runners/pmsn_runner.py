@@ -1,45 +1,17 @@
-"""``PMSNRunner``: mmengine's ``Runner`` carrying what a pmsn_mm run needs
-beyond the command line, so that every launcher runs a config the same.
+"""``PMSNRunner``: mmengine's ``Runner`` with the checks of a pmsn_mm run,
+set by every config (``runner_type='PMSNRunner'``) so that every launcher
+runs it the same (docs/get_started.md, "Before a run starts"):
 
-pmsn_mm's configs set ``runner_type='PMSNRunner'``
-(``configs/_base_/default_runtime.py``); mmengine builds it through
-``RUNNERS`` whoever starts the run — ``python tools/train.py CONFIG``,
-mmpretrain's own ``tools/train.py`` (the config's ``custom_imports``
-imports pmsn_mm) or ``mim train pmsn_mm CONFIG`` — and it adds, in order:
-
-- before anything is built (:meth:`from_cfg`): the config checks
-  (:func:`pmsn_mm.config.check_config`: unknown types and keys, numbers
-  stated twice); the dataloaders fitted to the machine (workers,
-  ``pin_memory``); a distributed launch without CUDA on gloo, a DDP
-  wrapper that takes frozen models too, one line instead of mmengine's
-  per-rank thread warnings. The precision is the config's own
-  (``optim_wrapper.type`` and ``dtype`` are built as written, see
-  :mod:`pmsn_mm.engine.optimizers.device_aware_amp_optimizer_wrapper`);
-  mmengine's ``AmpOptimWrapper`` without an accelerator is refused in one
-  line when the optimizer wrapper is built.
-  What mmengine keeps as the run's config (logged, dumped into the work dir,
-  saved in every checkpoint's ``meta['cfg']``) is the config as written
-  with the user's ``--cfg-options``; each adaptation to the machine is
-  logged in one line and lives only in the arguments the runner is built
-  with;
-- once built: the upstream notes nobody can act on filtered from the log;
-  the console output of the build (environment, config, hooks) held until
-  the first iteration starts, so that a refusal (:mod:`pmsn_mm.utils.
-  refusal`) before it is printed alone and leaves the work dir as it was
-  (:mod:`pmsn_mm.engine.deferred_console`);
-- :meth:`train`: the work-dir guard, as :mod:`pmsn_mm.engine.resume`
-  decides it (a run that neither resumes nor overwrites, into a work dir
-  holding checkpoints, is refused and leaves the work dir as it was;
-  ``resume=True`` without ``load_from`` resumes from the work dir's last
-  complete checkpoint, a copied work dir from its own files;
-  ``overwrite_work_dir=True`` replaces the earlier checkpoints only once
-  this run has written one; resuming a run that already finished says so
-  in one line, exit status 0), and a training loader that holds no batch
-  is refused with the numbers;
-- :meth:`test`: a config without a test loop is refused naming the
-  benchmarks of its encoder, and a checkpoint that does not fit the model
-  (missing or mis-shaped weights) is refused naming how the architectures
-  differ; one line says what the model takes from it.
+- :meth:`from_cfg`: :func:`pmsn_mm.config.check_config`, loaders fitted to
+  the machine, gloo and a DDP wrapper on CPU; the run's kept config
+  (log, dump, ``meta['cfg']``) stays the config as written;
+- once built: upstream notes filtered, the build's console output held
+  until the first iteration, so a refusal prints alone and leaves the work
+  dir as it was (:mod:`pmsn_mm.engine.deferred_console`);
+- :meth:`train`: the work-dir guard of :mod:`pmsn_mm.engine.resume`, and
+  an empty training loader refused;
+- :meth:`test`: a config without a test loop, or a checkpoint that does
+  not fit the model, refused naming what differs.
 """
 import copy
 import logging
@@ -80,10 +52,8 @@ from ..resume import RunPlan, plan_run
 
 def distributed_wrapper(cfg: Any) -> None:
     """A distributed run without its own ``model_wrapper_cfg`` wraps the
-    model in ``DeviceAwareDistributedDataParallel`` (mmengine's DDP on CUDA,
-    gloo DDP on CPU), which also takes a model without trainable parameters
-    (torch's DDP refuses the frozen encoder of the kNN and
-    logistic-regression benchmarks), with mmengine's defaults otherwise.
+    model in ``DeviceAwareDistributedDataParallel``, which also takes a
+    frozen model (torch's DDP refuses the benchmarks' frozen encoder).
 
     Args:
         cfg: The config, changed in place.
@@ -110,9 +80,8 @@ _WRITTEN: ContextVar[Optional[Config]] = ContextVar('pmsn_written_cfg',
 
 
 class RunStartedHook(Hook):
-    """Marks when the first iteration of a loop starts (the first batch has
-    been read by then) and releases the held console then. Added by
-    ``PMSNRunner`` around each loop it runs, not by configs.
+    """Releases the held console when a loop's first iteration starts
+    (added by ``PMSNRunner``, not by configs).
 
     Args:
         console: The console to release, or None.
@@ -144,9 +113,8 @@ class RunStartedHook(Hook):
 
 
 class _WorkDirBefore:
-    """What the work dir held before a runner was built, to leave it so
-    when the run is refused: whether it existed, its entries and the
-    earlier config dump.
+    """What the work dir held before a runner was built (existence,
+    entries, config dump), to leave it so when the run is refused.
 
     Args:
         cfg: The config (``work_dir``, ``filename``).
@@ -236,18 +204,14 @@ def _refused(error: BaseException, console: Optional[DeferredConsole],
 
 @RUNNERS.register_module()
 class PMSNRunner(Runner):
-    """mmengine's ``Runner`` with the checks and safeguards of pmsn_mm's
-    runs carried by the config (``runner_type='PMSNRunner'``): see the
-    module docstring for what it adds. Every argument but ``run_plan`` is
-    mmengine's ``Runner``'s; the config may also set
-    ``overwrite_work_dir=True`` (what ``tools/train.py --overwrite`` sets).
+    """mmengine's ``Runner`` with pmsn_mm's checks (see the module
+    docstring). Every argument but ``run_plan`` is mmengine's; the config
+    may also set ``overwrite_work_dir=True``.
 
     Args:
         run_plan: What :func:`~pmsn_mm.engine.resume.plan_run` decided
-            before the runner was built (a tool that must refuse before
-            expensive work, e.g. the cached linear probe), whose ``resume``
-            and ``load_from`` are passed here too. Defaults to None:
-            :meth:`train` plans.
+            before the runner was built (e.g. by the cached linear probe).
+            Defaults to None: :meth:`train` plans.
     """
 
     # set by mmengine's Runner (its ``resume`` and ``load_from``)
@@ -256,10 +220,8 @@ class PMSNRunner(Runner):
 
     def __init__(self, *args: Any, cfg: Any = None,
                  run_plan: Optional[RunPlan] = None, **kwargs: Any) -> None:
-        # mmengine keeps ``cfg``, logs it, dumps it into the work dir and
-        # saves it in every checkpoint: the config as written; what was
-        # fitted to this machine is in the arguments (loaders, env_cfg)
-        # and in ``model_wrapper_cfg`` (read by :meth:`wrap_model`)
+        # mmengine keeps ``cfg`` as written; the machine's fit is in the
+        # arguments and ``model_wrapper_cfg`` (read by :meth:`wrap_model`)
         written = _WRITTEN.get()
         self._machine_cfg = cfg
         self._run_plan = run_plan
@@ -282,11 +244,9 @@ class PMSNRunner(Runner):
         return super().wrap_model(model_wrapper_cfg, model)
 
     def build_optim_wrapper(self, optim_wrapper: Any) -> Any:
-        """mmengine's ``build_optim_wrapper`` of the config's wrapper as
-        written (its ``type`` and ``dtype`` are never changed here), with
-        mmengine's ``AmpOptimWrapper`` on a machine without an accelerator
-        refused in one line (:func:`~pmsn_mm.engine.optimizers.
-        check_amp_device`) instead of mmengine's assertion.
+        """mmengine's ``build_optim_wrapper`` of the wrapper as written, with
+        ``AmpOptimWrapper`` without an accelerator refused in one line
+        (:func:`~pmsn_mm.engine.optimizers.check_amp_device`).
 
         Args:
             optim_wrapper: The wrapper's config, or a built wrapper.
@@ -299,12 +259,8 @@ class PMSNRunner(Runner):
 
     @classmethod
     def from_cfg(cls, cfg: Config) -> 'PMSNRunner':
-        """Check the config, fit it to the machine, then build the runner.
-
-        The console output of the build is held until the run starts
-        (:class:`~pmsn_mm.engine.deferred_console.DeferredConsole`), so a
-        refused run prints its refusal alone and leaves the work dir as it
-        was.
+        """Check the config, fit it to the machine, then build the runner
+        (console output held until the run starts).
 
         Args:
             cfg: The merged config.
@@ -431,10 +387,8 @@ class PMSNRunner(Runner):
         return checkpoint_fit(model, state, path)
 
     def test(self) -> dict:
-        """mmengine's ``test``, refusing a config without a test loop and a
-        checkpoint (``load_from``) that does not fit the model; the
-        checkpoint's unused keys are summarised in one line instead of
-        mmengine's list of every key.
+        """mmengine's ``test``, refusing a config without a test loop or a
+        ``load_from`` that does not fit the model; unused keys in one line.
 
         Returns:
             The metrics.

@@ -5,16 +5,11 @@ features themselves, which run a model, come from
 ``logistic_regression`` (scikit-learn) is not imported here: import
 ``pmsn_mm.evaluation.functional.logistic_regression`` where it is needed.
 """
-from .knn import (chance_agreement, cosine_knn, cosine_topk, knn_top1,
-                  neighbor_agreement, weighted_knn_scores)
+from .knn import cosine_topk, knn_top1, weighted_knn_scores
 from .prior_diagnostics import (effective_num_clusters, prior_diagnostics,
-                                sorted_probabilities,
-                                top_samples_per_prototype,
-                                update_used_prototypes, usage_counts)
+                                sorted_probabilities, usage_counts)
 
 __all__ = [
-    'chance_agreement', 'cosine_knn', 'cosine_topk', 'knn_top1',
-    'neighbor_agreement', 'weighted_knn_scores', 'effective_num_clusters',
-    'prior_diagnostics', 'sorted_probabilities', 'top_samples_per_prototype',
-    'update_used_prototypes', 'usage_counts'
+    'cosine_topk', 'knn_top1', 'weighted_knn_scores', 'effective_num_clusters',
+    'prior_diagnostics', 'sorted_probabilities', 'usage_counts'
 ]

@@ -1,14 +1,9 @@
 """Cosine k-nearest neighbours of frozen features: the weighted kNN
-classifier of the paper's kNN numbers and the neighbour agreement of Fig. 3.
-
-The classifier is the last of the kNN benchmark's three files
-(:mod:`pmsn_mm.evaluation.metrics.frozen_features` describes the path):
-:class:`~pmsn_mm.evaluation.metrics.KNNAccuracy` calls
-:func:`weighted_knn_scores` on the gathered memory and query features.
+classifier of the paper's kNN numbers (the last of the kNN benchmark's
+three files, :mod:`pmsn_mm.evaluation.metrics.frozen_features`).
 """
-from typing import Optional, Sequence, Tuple, Union
+from typing import Optional, Tuple
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -27,8 +22,8 @@ def cosine_topk(queries: Tensor,
         queries: Tensor of shape (M, D).
         bank: Tensor of shape (N, D), N >= k.
         k: Number of neighbours.
-        exclude: Optional long tensor of shape (M,): a bank index each
-            query may not return (itself, when the queries are bank rows).
+        exclude: Optional long tensor (M,): a bank index each query may not
+            return (itself).
         chunk_size: Queries per similarity block (memory bound).
 
     Returns:
@@ -60,9 +55,8 @@ def weighted_knn_scores(train_feats: Tensor,
                         chunk_size: int = 1024) -> Tensor:
     """Class scores of a temperature-weighted cosine k-NN vote.
 
-    Each test point votes with its ``k`` most cosine-similar training points,
-    neighbour ``j`` adding ``exp(sim_j / temperature)`` to its class (the
-    protocol of InstDisc/DINO/MSN's kNN evaluation).
+    Neighbour ``j`` adds ``exp(sim_j / temperature)`` to its class
+    (InstDisc/DINO/MSN's kNN protocol).
 
     Args:
         train_feats: Tensor of shape (N, D).
@@ -109,63 +103,3 @@ def knn_top1(train_feats: Tensor,
                                  num_classes, k, temperature)
     pred = scores.argmax(dim=1)
     return float((pred == test_labels.long()).float().mean() * 100)
-
-
-def cosine_knn(feats: Tensor,
-               k: int,
-               queries: Optional[Union[Sequence[int], Tensor]] = None,
-               exclude_self: bool = True,
-               chunk_size: int = 1024) -> Tensor:
-    """Indices of the k most cosine-similar samples of each query.
-
-    Args:
-        feats: Tensor of shape (N, D), the memory bank (and the queries).
-        k: Number of neighbours.
-        queries: Indices of the queries in ``feats``; default all.
-        exclude_self: Never return a query as its own neighbour.
-        chunk_size: Queries per similarity block.
-
-    Returns:
-        Long tensor of shape (Q, k), most similar first.
-    """
-    num = len(feats)
-    check_int('k', k, 1, num - int(exclude_self))
-    queries = torch.arange(num) if queries is None else torch.as_tensor(
-        queries, dtype=torch.long)
-    return cosine_topk(feats[queries], feats, k,
-                       queries if exclude_self else None, chunk_size)[1]
-
-
-def neighbor_agreement(neighbors: Tensor,
-                       labels: np.ndarray,
-                       queries: Optional[Union[Sequence[int],
-                                               np.ndarray]] = None) -> float:
-    """Fraction of (query, neighbour) pairs that share the label.
-
-    Args:
-        neighbors: Long tensor of shape (Q, k), from :func:`cosine_knn`.
-        labels: Int array of shape (N,).
-        queries: Indices of the Q queries; default ``0..Q-1``.
-
-    Returns:
-        A float in [0, 1].
-    """
-    labels = np.asarray(labels)
-    nbr = np.asarray(neighbors)
-    queries = np.arange(len(nbr)) if queries is None else np.asarray(queries)
-    return float((labels[nbr] == labels[queries][:, None]).mean())
-
-
-def chance_agreement(labels: np.ndarray) -> float:
-    """Agreement expected from random neighbours (no self):
-    ``sum_c n_c (n_c - 1) / (N (N - 1))``.
-
-    Args:
-        labels: Int array of shape (N,), N >= 2.
-
-    Returns:
-        A float in [0, 1].
-    """
-    counts = np.bincount(np.asarray(labels)).astype(np.float64)
-    num = counts.sum()
-    return float((counts * (counts - 1)).sum() / (num * (num - 1)))

@@ -1,11 +1,9 @@
 """Low-shot logistic-regression evaluation of frozen features.
 
-The inverse regularisation strength ``C`` is chosen on a validation split
-carved (seeded, class-stratified) from the *training* features, then the
-classifier is refit on all training features and scored once on the test
-set. VISSL's low-shot benchmarks pick the cost on the test set; here the
-selection step (:func:`select_regularization`) only ever receives training
-arrays, so test labels cannot influence it.
+``C`` is chosen on a seeded, class-stratified validation split of the
+*training* features (:func:`select_regularization` only ever receives
+training arrays; VISSL's low-shot benchmarks pick it on the test set),
+then the classifier is refit on all training features and scored once.
 """
 from dataclasses import dataclass
 from typing import Any, Dict, Sequence, Tuple
@@ -52,9 +50,8 @@ def stratified_holdout(labels: np.ndarray, val_fraction: float,
                        seed: int) -> Tuple[np.ndarray, np.ndarray]:
     """Seeded, class-stratified split of indices into fit and val parts.
 
-    Class ``c`` with ``n_c`` images puts ``min(round(val_fraction * n_c),
-    n_c - 1)`` of them in the val part, so every class keeps at least one
-    image to fit on.
+    ``min(round(val_fraction * n_c), n_c - 1)`` images of each class go to
+    the val part, so every class keeps one to fit on.
 
     Kept instead of sklearn's ``train_test_split(stratify=...)`` /
     ``StratifiedShuffleSplit``: they raise on a class with one image (low-shot
@@ -108,8 +105,8 @@ def select_regularization(train_feats: np.ndarray,
                           ) -> Tuple[float, Dict[float, float]]:
     """Choose C on a validation split of the training set only.
 
-    sklearn's ``GridSearchCV`` over the single ``PredefinedSplit`` given by
-    :func:`stratified_holdout` (fit on the rest, accuracy on the val part).
+    sklearn's ``GridSearchCV`` over the ``PredefinedSplit`` of
+    :func:`stratified_holdout`.
 
     Args:
         train_feats: Float array of shape (N, D) (already normalised).

@@ -5,10 +5,8 @@ facebookresearch/msn ``logistic_eval.py`` (the 1, 2, 5 images per class and
 regression on frozen features:
 
 1. ``cyan.preprocess(X, normalize=True, columns=False, centering=True)`` on
-   the training and, separately, the test features: every *row* (sample) is
-   centred on its own mean over the feature dimensions, then scaled to unit
-   L2 norm (cyanure's ``Matrix::center`` then ``Matrix::normalize`` on the
-   samples; the order matters: centring a unit row would not keep it unit);
+   the training and, separately, the test features: every *row* centred on
+   its own mean, then scaled to unit L2 norm (in that order);
 2. ``MultiClassifier(loss='multiclass-logistic', penalty='l2',
    fit_intercept=False).fit(X, y, lambd=lambd / N, tol=1e-3,
    max_epochs=300, ...)``, i.e. cyanure minimises over ``W`` (``D x K``)
@@ -23,13 +21,12 @@ regression on frozen features:
 
 scikit-learn's ``LogisticRegression`` (lbfgs, multinomial for K > 2 classes,
 ``fit_intercept=False``) minimises ``C sum_i CE_i + 1/2 ||W||_F^2``, which is
-``F`` times ``1 / (lambda N)``: the same minimiser when
-``C = 1 / (lambda N) = 1 / lambd`` (:func:`msn_logistic_c`). With K = 2
-classes scikit-learn fits one vector ``d`` instead (the binary logistic
-loss of ``d^T x``); the multinomial optimum is ``W = [-d/2, d/2]`` (the loss
-depends on ``w_1 - w_0`` only, and ``||w_0||^2 + ||w_1||^2`` is smallest at
-``w_1 = -w_0``), whose penalty is ``lambda / 4 ||d||^2``, so there
-``C = 2 / lambd``.
+``F`` times ``1 / (lambda N)``: the same minimiser when ``C = 1 / (lambda N) =
+1 / lambd`` (:func:`msn_logistic_c`). With K = 2 classes scikit-learn fits one
+vector ``d`` instead (the binary logistic loss of ``d^T x``); the multinomial
+optimum is ``W = [-d/2, d/2]`` (the loss depends on ``w_1 - w_0`` only, and
+``||w_0||^2 + ||w_1||^2`` is smallest at ``w_1 = -w_0``), whose penalty is
+``lambda / 4 ||d||^2``, so there ``C = 2 / lambd``.
 
 scikit-learn is imported only when a regression is fit.
 """
@@ -52,11 +49,9 @@ class MSNLogisticResult:
 
     Args:
         test_accuracy: Top-1 on the test features (%).
-        train_accuracy: Top-1 on the training features (%; the official
-            script logs it as its train score).
+        train_accuracy: Top-1 on the training features (%; as official).
         predictions: Predicted class of every test sample, shape (M,).
-        weights: The multinomial weights ``W``, shape (D, K); column ``k``
-            scores ``classes[k]``.
+        weights: ``W``, shape (D, K); column ``k`` scores ``classes[k]``.
         classes: The class labels of the columns of ``weights``, sorted.
         n_iter: Iterations the solver ran.
     """
@@ -133,12 +128,9 @@ def evaluate_msn_logistic(train_feats: Any,
         test_feats: Array/tensor of shape (M, D).
         test_labels: Array/tensor of shape (M,).
         lambd: The official ``--lambd`` (> 0).
-        tol: Relative tolerance: lbfgs stops when every entry of the
-            gradient of ``F`` (module docstring; scikit-learn scales its
-            objective the same way) is below ``tol`` times the largest
-            entry at ``W = 0`` (an absolute tolerance would stop a
-            1000-class problem, whose gradient entries are ~1000 times
-            smaller, before it starts).
+        tol: Relative tolerance: lbfgs stops when every gradient entry of
+            ``F`` is below ``tol`` times the largest at ``W = 0`` (an
+            absolute one would stop a 1000-class problem before it starts).
         max_iter: lbfgs iterations at most.
 
     Returns:

@@ -1,15 +1,10 @@
 """Diagnostics of the mean prototype probability p̄ against a cluster prior.
 
-Pure functions used by :class:`~pmsn_mm.engine.hooks.PrototypeUsageHook`:
-entropy and effective number of clusters of p̄, the KL divergence in both
-directions (``KL(p̄ ‖ prior)``, Assran et al., ICLR 2023, arXiv:2210.07277,
-eq. (9), and ``KL(prior ‖ p̄)``, lightly's direction), the cumulative set of
-used prototypes; and the argmax usage and most probable samples of each
-prototype (the prototype gallery); the argmax assignments of labelled samples
-(:func:`assignment_stats`: NMI with each label, usage and p̄ against the
-prior, entropies) and a collapse indicator of embeddings. The log-log
-rank-vs-probability plot is
-:func:`pmsn_mm.visualization.plot_rank_probability`.
+Pure functions of the prototype hooks and analysis tools: entropy and effective
+number of clusters of p̄, the KL divergence both ways (``KL(p̄ ‖ prior)``,
+Assran et al., ICLR 2023, arXiv:2210.07277, eq. (9), and ``KL(prior ‖ p̄)``,
+lightly's), prototype usage, NMI of the argmax assignments with labels
+(:func:`assignment_stats`) and a collapse indicator.
 """
 from typing import Dict, Mapping, Optional, Tuple
 
@@ -46,9 +41,7 @@ def effective_num_clusters(p: Tensor) -> Tensor:
 
 
 def prior_diagnostics(mean_probs: Tensor, prior: Tensor) -> Dict[str, float]:
-    """Entropy, effective clusters and KL (both ways) of p̄ against a prior.
-
-    Computed in float64.
+    """Entropy, effective clusters, KL (both ways) of p̄ and prior (float64).
 
     Args:
         mean_probs: Tensor of shape (K,), the mean prototype probability p̄.
@@ -88,24 +81,6 @@ def sorted_probabilities(mean_probs: Tensor,
             prior.detach().sort(descending=True).values)
 
 
-def update_used_prototypes(used: Tensor, probs: Tensor) -> Tensor:
-    """Add the argmax prototypes of ``probs`` to the set ``used``.
-
-    Args:
-        used: Bool tensor of shape (K,), prototypes used so far.
-        probs: Tensor of shape (N, K), prototype probabilities.
-
-    Returns:
-        Bool tensor of shape (K,): ``used`` or the argmax of any row.
-    """
-    if probs.dim() != 2 or used.shape != (probs.shape[1], ):
-        raise ValueError(f'expected used (K,) and probs (N, K), got '
-                         f'{tuple(used.shape)} and {tuple(probs.shape)}.')
-    out = used.clone().bool()
-    out[probs.argmax(dim=1).to(out.device)] = True
-    return out
-
-
 def usage_counts(probs: Tensor) -> np.ndarray:
     """How many samples have each prototype as their argmax.
 
@@ -119,23 +94,9 @@ def usage_counts(probs: Tensor) -> np.ndarray:
         probs.argmax(dim=1).cpu().numpy(), minlength=probs.shape[1])
 
 
-def top_samples_per_prototype(probs: Tensor, num: int) -> Tensor:
-    """For each prototype k, the ``num`` samples with the highest ``p_k``.
-
-    Args:
-        probs: Tensor of shape (N, K).
-        num: Samples per prototype (clipped to N).
-
-    Returns:
-        Long tensor of shape (K, min(num, N)), most probable first.
-    """
-    return probs.T.topk(min(num, probs.shape[0]), dim=1).indices
-
-
 def normalized_mutual_info(a: np.ndarray, b: np.ndarray) -> float:
-    """Normalised mutual information of two labelings (arithmetic mean
-    normalisation, scikit-learn's default): 1 for the same partition, 0 for
-    independent ones.
+    """Normalised mutual information of two labelings (scikit-learn's
+    arithmetic normalisation): 1 for the same partition, 0 for independent.
 
     Args:
         a: Int array of shape (N,).
@@ -153,25 +114,20 @@ def assignment_stats(probs: Tensor,
                      prior: Tensor,
                      labels: Optional[Mapping[str, np.ndarray]] = None
                      ) -> Dict[str, object]:
-    """Argmax assignments of N samples against their labels and the prior.
-
-    Computed in float64.
+    """Argmax assignments of N samples vs their labels and the prior (f64).
 
     Args:
         probs: Tensor of shape (N, K), the samples' prototype probabilities.
         prior: Tensor of shape (K,), the cluster prior.
-        labels: ``{name: int array of shape (N,)}``; each gives
-            ``nmi_<name>``, the NMI of the argmax prototype with it.
-            Defaults to None (no label).
+        labels: ``{name: int array (N,)}``, each giving ``nmi_<name>`` (NMI
+            of the argmax prototype with it). Defaults to None.
 
     Returns:
-        Dict with ``nmi_<name>`` per label; ``usage_sorted`` (share of the
-        samples whose argmax is each prototype), ``mean_probs_sorted`` (p̄)
-        and ``prior_sorted``, each a list in decreasing order; ``num_used``
-        (prototypes that are some sample's argmax); ``mean_anchor_entropy``
-        (mean of ``H(p_i)``), ``mean_probs_entropy`` (``H(p̄)``),
-        ``kl_mean_probs_prior`` (``KL(p̄ ‖ prior)``) and ``kl_usage_prior``
-        (KL of the sorted usage to the sorted prior).
+        ``nmi_<name>`` per label; ``usage_sorted`` (argmax shares),
+        ``mean_probs_sorted`` (p̄), ``prior_sorted`` (decreasing lists);
+        ``num_used``; ``mean_anchor_entropy`` (mean ``H(p_i)``),
+        ``mean_probs_entropy``, ``kl_mean_probs_prior`` and
+        ``kl_usage_prior`` (sorted usage vs sorted prior).
     """
     if probs.dim() != 2 or probs.shape[0] == 0:
         raise ValueError('probs must be a non-empty (N, K) tensor, got '
@@ -202,9 +158,8 @@ def assignment_stats(probs: Tensor,
 
 
 def collapse_indicator(embeddings: Tensor) -> float:
-    """How spread L2-normalised embeddings are: the mean over dimensions of
-    their std over samples, times ``sqrt(D)``; about 1 for isotropic
-    embeddings, 0 when every sample has the same embedding.
+    """Mean over dimensions of the std of L2-normalised embeddings, times
+    ``sqrt(D)``: about 1 for isotropic embeddings, 0 for collapsed ones.
 
     Args:
         embeddings: Tensor of shape (N, D), N >= 2.

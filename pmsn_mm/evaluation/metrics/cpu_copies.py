@@ -11,19 +11,9 @@ def cpu_copies(tensors: Sequence[Tensor],
                flatten: bool = False) -> List[Tensor]:
     """Detached CPU copies of ``tensors``, each owning exactly its elements.
 
-    A per-sample output is usually a view of its batch (a row of a (B, C)
-    score matrix, the CLS token of a (B, T, D) backbone output), and
-    ``.cpu()`` / ``.float()`` return such a view as is when it is already
-    on the CPU in that dtype. Kept as a result, the view keeps the whole
-    batch alive, and pickling it (mmengine's ``collect_results`` gathers
-    the ranks' results so) writes the whole storage for every sample:
-    B * T * D numbers instead of D. The copies made here hold their own
-    elements only.
-
-    Tensors of one shape, dtype and device (the usual case: the rows of one
-    batch) are stacked, moved and cast together (one device transfer per
-    batch), then each row is cloned out of the stack; others are copied one
-    by one.
+    A per-sample view of its batch would keep the batch alive and pickle
+    its whole storage per sample (``collect_results``). Tensors of one
+    shape, dtype and device move together, then each row is cloned.
 
     Args:
         tensors: Per-sample tensors, on any device.

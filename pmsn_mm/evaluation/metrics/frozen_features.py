@@ -39,8 +39,7 @@ from .cpu_copies import cpu_copies
 if TYPE_CHECKING:
     from mmengine.model import BaseModel
 
-#: Where :func:`batch_features` reads the features (``'probs'``: prototype
-#: models only).
+#: Where :func:`batch_features` reads (``'probs'``: prototype models).
 STAGES = ('backbone', 'neck', 'probs')
 
 
@@ -56,8 +55,7 @@ def batch_features(model: 'BaseModel', data: dict,
     Args:
         model: An mmpretrain model (e.g. PMSN) in the desired mode.
         data: A collated batch with ``inputs`` and ``data_samples``.
-        stage: ``'backbone'``, ``'neck'`` or ``'probs'`` (prototype
-            probabilities; prototype models only).
+        stage: ``'backbone'``, ``'neck'`` or ``'probs'`` (prototype models).
 
     Returns:
         Tensor of shape (B, D).
@@ -77,17 +75,14 @@ def batch_features(model: 'BaseModel', data: dict,
 
 
 class FeatureLoopMixin:
-    """What the val and the test feature loops share: the ``stage`` setting
-    and one batch (hooks, features, evaluator).
+    """What the val and test feature loops share: ``stage`` and one batch.
 
     Args:
         runner: The runner.
         dataloader: The dataloader (or its config).
         evaluator: The evaluator (or its config).
         fp16: Extract features under autocast. Defaults to False.
-        stage: One of ``STAGES`` (``'backbone'``: ``extract_feat``;
-            ``'neck'``, ``'probs'``: the model's later stages).
-            Defaults to ``'backbone'``.
+        stage: One of ``STAGES``. Defaults to ``'backbone'``.
     """
 
     #: ``'val'`` or ``'test'``: which hooks :meth:`run_iter` calls.
@@ -129,26 +124,17 @@ class FeatureLoopMixin:
 
 @LOOPS.register_module()
 class FeatureValLoop(FeatureLoopMixin, ValLoop):
-    """mmengine's ``ValLoop`` whose outputs are frozen features.
-
-    Every batch goes through :func:`batch_features` instead of
-    ``model.val_step``, so any model with an ``extract_feat`` is evaluated
-    alike, and the evaluator (a :class:`FrozenFeatureMetric`) receives one
-    Tensor of shape (D,) per sample. Everything else is ``ValLoop``'s.
-
-    Config::
-
-        val_cfg = dict(type='FeatureValLoop')
-        val_dataloader = dict(dataset=dict(type='KNNEvalDataset', ...), ...)
-        val_evaluator = dict(type='KNNAccuracy', label_key='gt_label')
+    """mmengine's ``ValLoop`` running :func:`batch_features` instead of
+    ``model.val_step``: the evaluator (a :class:`FrozenFeatureMetric`)
+    receives one Tensor of shape (D,) per sample (config: the module
+    docstring, with ``val_`` keys).
 
     Args:
         runner: The runner.
         dataloader: The val dataloader (or its config).
         evaluator: The evaluator (or its config).
         fp16: Extract features under autocast. Defaults to False.
-        stage: One of ``STAGES`` (see :class:`FeatureLoopMixin`).
-            Defaults to ``'backbone'``.
+        stage: One of ``STAGES``. Defaults to ``'backbone'``.
     """
 
     mode = 'val'
@@ -157,21 +143,14 @@ class FeatureValLoop(FeatureLoopMixin, ValLoop):
 @LOOPS.register_module()
 class FeatureTestLoop(FeatureLoopMixin, TestLoop):
     """mmengine's ``TestLoop`` on frozen features: :class:`FeatureValLoop`
-    for ``tools/test.py CONFIG CHECKPOINT``.
-
-    Config::
-
-        test_cfg = dict(type='FeatureTestLoop')
-        test_dataloader = dict(dataset=dict(type='KNNEvalDataset', ...))
-        test_evaluator = dict(type='KNNAccuracy', k=20)
+    for ``tools/test.py CONFIG CHECKPOINT`` (config: the module docstring).
 
     Args:
         runner: The runner.
         dataloader: The test dataloader (or its config).
         evaluator: The evaluator (or its config).
         fp16: Extract features under autocast. Defaults to False.
-        stage: One of ``STAGES`` (see :class:`FeatureLoopMixin`).
-            Defaults to ``'backbone'``.
+        stage: One of ``STAGES``. Defaults to ``'backbone'``.
     """
 
     mode = 'test'
@@ -221,8 +200,7 @@ class FrozenFeatureMetric(BaseMetric):
     Args:
         feature_key: Field of the output holding the feature.
         label_key: Field holding the class label. Defaults to ``'gt_label'``.
-        role_key: Metainfo field holding the role. Defaults to
-            ``'knn_role'``.
+        role_key: Metainfo field of the role. Defaults to ``'knn_role'``.
         collect_device: ``'cpu'`` or ``'gpu'`` (for result gathering).
         prefix: Metric name prefix.
     """
@@ -250,10 +228,8 @@ class FrozenFeatureMetric(BaseMetric):
         return value
 
     def process(self, data_batch: Any, data_samples: Sequence) -> None:
-        """Store feature, label and role of every sample of a batch.
-
-        Features are kept as float32 CPU copies that own their memory (a
-        view would pickle the whole batch for every sample when gathered).
+        """Store feature, label and role of every sample of a batch
+        (float32 CPU copies owning their memory: a view pickles the batch).
 
         Args:
             data_batch: The dataloader batch (``{'inputs', 'data_samples'}``).
@@ -312,22 +288,19 @@ class FrozenFeatureMetric(BaseMetric):
 class KNNAccuracy(FrozenFeatureMetric):
     """Top-k accuracy of a temperature-weighted cosine k-NN classifier.
 
-    MSN/DINO's protocol: each query votes with its ``k`` most
-    cosine-similar memory features, neighbour ``j`` adding
-    ``exp(sim_j / temperature)`` to its class
-    (:func:`~pmsn_mm.evaluation.functional.knn.weighted_knn_scores`).
+    MSN/DINO's protocol: each query votes with its ``k`` most cosine-similar
+    memory features, neighbour ``j`` adding ``exp(sim_j / temperature)`` to its
+    class (:func:`~pmsn_mm.evaluation.functional.knn.weighted_knn_scores`).
 
     Args:
         k: Number of neighbours. Defaults to 20.
         temperature: Vote temperature. Defaults to 0.07.
-        topk: Accuracies to report, e.g. ``(1, 5)`` (mmpretrain's
-            ``Accuracy.calculate``; a k above the number of classes C
-            reports top-C, i.e. 100 %). Defaults to ``(1, )``.
+        topk: Accuracies to report, e.g. ``(1, 5)`` (a k above the C
+            classes reports top-C). Defaults to ``(1, )``.
         num_classes: Number of classes; None infers ``max label + 1``.
         feature_key: Field of the output holding the feature.
         label_key: Field holding the class label. Defaults to ``'gt_label'``.
-        role_key: Metainfo field holding the role. Defaults to
-            ``'knn_role'``.
+        role_key: Metainfo field of the role. Defaults to ``'knn_role'``.
         collect_device: ``'cpu'`` or ``'gpu'`` (for result gathering).
         prefix: Metric name prefix. Defaults to ``'knn'`` (``knn/top1``).
     """
@@ -400,12 +373,10 @@ def extract_features(
 
     Args:
         model: A model in the desired (usually eval) mode.
-        data: A dataset whose pipeline packs ``inputs`` (a test pipeline;
-            batched here, unshuffled), or a ``DataLoader`` (in index order
-            for features in dataset order).
+        data: A dataset whose (test) pipeline packs ``inputs``, or a
+            ``DataLoader`` (in index order for features in dataset order).
         stage: One of :data:`STAGES`.
-        label_keys: Labels to collect from the data samples (see
-            :func:`sample_label`).
+        label_keys: Labels to collect (see :func:`sample_label`).
         batch_size: Batch size when ``data`` is a dataset.
         num_workers: DataLoader workers when ``data`` is a dataset.
         progress: Show a tqdm progress bar.

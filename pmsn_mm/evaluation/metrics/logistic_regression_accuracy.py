@@ -13,24 +13,19 @@ class LogisticRegressionAccuracy(FrozenFeatureMetric):
     """Top-1 accuracy of a logistic regression fit on the memory (train)
     features and scored on the query (test) features.
 
-    L2-normalised features, ``C`` chosen on a class-stratified split of the
-    *training* features only, refit on all of them, scored once on the
-    test split
+    ``C`` chosen on a class-stratified split of the *training* features,
+    refit, scored once on the test split
     (:func:`pmsn_mm.evaluation.functional.logistic_regression.select_and_evaluate`).
-    With a ``LowShotDataset`` as the memory split it is the low-shot
-    benchmark.
 
     Args:
         cs: Grid of C values (> 0).
-        val_fraction: Fraction of every training class held out to choose
-            C, in (0, 1).
+        val_fraction: Share of each class held out to choose C, in (0, 1).
         seed: Seed of the split and the solver.
         max_iter: Solver iterations.
         normalize: L2-normalise the features first.
         feature_key: Field of the output holding the feature.
         label_key: Field holding the class label. Defaults to ``'gt_label'``.
-        role_key: Metainfo field holding the role. Defaults to
-            ``'knn_role'``.
+        role_key: Metainfo field of the role. Defaults to ``'knn_role'``.
         collect_device: ``'cpu'`` or ``'gpu'`` (for result gathering).
         prefix: Metric name prefix. Defaults to ``'logreg'``.
     """

@@ -14,12 +14,10 @@ class MSNLogisticRegressionAccuracy(FrozenFeatureMetric):
     """Top-1 accuracy of official MSN's ``logistic_eval.py`` problem, fit on
     the memory (train) features and scored on the query (test) features.
 
-    The protocol of the MSN paper's 1 / 2 / 5 images per class and 1 %
-    numbers, with a fixed regularisation, solved by scikit-learn with
-    ``C = 1 / lambd`` (derived in
-    :mod:`pmsn_mm.evaluation.functional.msn_logistic`). Unlike
-    :class:`LogisticRegressionAccuracy` its number is comparable with the
-    official script's.
+    The MSN paper's low-shot protocol (fixed regularisation; scikit-learn
+    with ``C = 1 / lambd``, :mod:`pmsn_mm.evaluation.functional.msn_logistic`),
+    comparable with the official script, unlike
+    :class:`LogisticRegressionAccuracy`.
 
     Args:
         lambd: The official ``--lambd`` (> 0; the README's command: 0.0025).
@@ -28,8 +26,7 @@ class MSNLogisticRegressionAccuracy(FrozenFeatureMetric):
         max_iter: lbfgs iterations at most (>= 1).
         feature_key: Field of the output holding the feature.
         label_key: Field holding the class label. Defaults to ``'gt_label'``.
-        role_key: Metainfo field holding the role. Defaults to
-            ``'knn_role'``.
+        role_key: Metainfo field of the role. Defaults to ``'knn_role'``.
         collect_device: ``'cpu'`` or ``'gpu'`` (for result gathering).
         prefix: Metric name prefix. Defaults to ``'msn_logreg'``.
     """

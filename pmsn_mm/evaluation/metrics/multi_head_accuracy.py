@@ -17,16 +17,11 @@ SCORE_PREFIX = 'pred_score_'
 class MultiHeadAccuracy(BaseMetric):
     """Top-k accuracy per linear probe, as VISSL's accuracy list meter.
 
-    Reads ``pred_score_<name>`` (written by :class:`MultiLinearProbeHead`) and
-    ``gt_label`` of every data sample, and reports ``<name>/top<k>`` in
-    percent for each probe and each k in ``topk`` that is <= the number of
-    classes (so top-5 is skipped for the 4 KITTI/Dist classes), plus
-    ``best/top1``, the best probe's top-1 (the paper reports the best linear
-    classifier, App. E.2).
+    Reports ``<name>/top<k>`` (%) of every ``pred_score_<name>`` and
+    ``best/top1`` (the paper reports the best linear classifier, App. E.2).
 
     Args:
-        probes: Probe names to report, or None for every
-            ``pred_score_<name>`` field found (sorted by name).
+        probes: Probes to report; None: every ``pred_score_<name>`` found.
         topk: Distinct ks >= 1. Defaults to (1, 5).
         collect_device: ``'cpu'`` or ``'gpu'`` (mmengine).
         prefix: Optional prefix of the metric names (``<prefix>/<name>/...``).
@@ -69,11 +64,9 @@ class MultiHeadAccuracy(BaseMetric):
     def process(self, data_batch, data_samples: Sequence[dict]) -> None:
         """Keep the label and every probe's scores of each sample.
 
-        Both are kept as CPU copies that own their memory
-        (:func:`~pmsn_mm.evaluation.metrics.cpu_copies.cpu_copies`): the
-        head writes each sample's scores as a row view of the batch's
-        (B, C) scores, which would keep and, when the ranks' results are
-        gathered, pickle the whole batch for every sample.
+        As CPU copies that own their memory
+        (:func:`~pmsn_mm.evaluation.metrics.cpu_copies.cpu_copies`), not
+        row views of the batch's scores.
 
         Args:
             data_batch: Unused.

@@ -12,27 +12,13 @@ from torch import Tensor
 class Data2VecViT(BEiTPretrainViT):
     """ViT of data2vec vision: student (masked) and teacher (unmasked).
 
-    mmpretrain's ``BEiTPretrainViT`` (a BEiT ViT with a learned mask token,
-    layer scale and shared relative position bias, the architecture of
-    ``VisionTransformerForCyclicalTraining`` in the official data2vec vision
-    code, facebookresearch/data2vec_vision ``beit/modeling_cyclical.py``),
-    plus :meth:`forward_layers`, which returns the final (normed) tokens and
-    the raw output of every block, as the official ``layer_results='end'``.
-
-    ``forward(x, mask=None)`` is ``BEiTPretrainViT``'s with the mask
-    optional (``extract_feat`` and evaluation call it without). The
-    constructor arguments are those of ``BEiTPretrainViT`` (e.g. ``arch``,
-    ``patch_size``, ``drop_path_rate``, ``layer_scale_init_value``,
-    ``layer_cfgs=dict(attn_drop_rate=...)``, ``out_type``).
-
-    ``frozen_stages`` equal to the depth freezes the whole encoder for a
-    linear probe: besides what ``BEiTViT`` freezes, the shared relative
-    position bias and the mask token, which belong to no block and which
-    ``BEiTViT`` would leave trainable.
+    mmpretrain's ``BEiTPretrainViT`` plus :meth:`forward_layers` (final
+    tokens and every block's raw output, official ``layer_results='end'``);
+    ``frozen_stages`` equal to the depth also freezes the relative position
+    bias and the mask token.
 
     Args:
-        **kwargs: Arguments of
-            :class:`mmpretrain.models.selfsup.beit.BEiTPretrainViT`.
+        **kwargs: Arguments of mmpretrain's ``BEiTPretrainViT``.
     """
 
     def __init__(self, **kwargs) -> None:
@@ -77,13 +63,12 @@ class Data2VecViT(BEiTPretrainViT):
 
         Args:
             x: Tensor of shape (B, C, H, W).
-            mask: Optional bool/0-1 tensor of shape (B, h, w) or (B, h * w)
-                over the patch grid; 1 marks a masked patch. None: no mask.
+            mask: Optional 0/1 tensor (B, h, w) or (B, h * w); 1: masked.
 
         Returns:
-            Tuple of the last block's output after the final norm (if
-            ``final_norm``), shape (B, 1 + N, C) with the class token first,
-            and the list of the L raw block outputs, each (B, 1 + N, C).
+            The last block's output after the final norm (if
+            ``final_norm``), (B, 1 + N, C) class token first, and the list of
+            the L raw block outputs, each (B, 1 + N, C).
         """
         x, patch_resolution = self.patch_embed(x)
         batch, num_patches, _ = x.shape

@@ -17,24 +17,17 @@ class MSNViT(VisionTransformer):
     ``mask_ratio`` (the masking of MSN's anchor views, as ``MAEViT`` adds
     MAE's masking to the same backbone).
 
-    With ``mask_ratio > 0``, right after the position embedding (and
-    ``drop_after_pos``) the class token and ``floor(N * (1 - mask_ratio))``
-    random patch tokens per sample are kept
-    (:func:`~pmsn_mm.models.utils.drop_patch_tokens`); the blocks then
-    attend over the kept tokens only. The parent's forward runs unchanged:
-    the drop is a :class:`~pmsn_mm.models.utils.PatchDrop` layer appended to
-    ``drop_after_pos``. It has no parameters, so the state dict is exactly
-    a ``VisionTransformer``'s (checkpoints load both ways) and
-    ``mask_ratio=0`` (the default: target views, evaluation) is
-    ``VisionTransformer.forward`` bit for bit.
+    The class token and ``floor(N * (1 - mask_ratio))`` random patch tokens
+    are kept after the position embedding (a parameter-free
+    :class:`~pmsn_mm.models.utils.PatchDrop`): the state dict is a
+    ``VisionTransformer``'s, ``mask_ratio=0`` its ``forward`` bit for bit.
 
     Args:
         **kwargs: Arguments of mmpretrain's ``VisionTransformer`` (``arch``,
             ``img_size``, ``patch_size``, ``out_type``, ...).
     """
 
-    #: The parent's dropout, then (``__init__``) a Sequential that ends
-    #: with ``patch_drop``.
+    #: The parent's dropout, then a Sequential ending with ``patch_drop``.
     drop_after_pos: nn.Module
 
     def __init__(self, **kwargs) -> None:
@@ -61,8 +54,7 @@ class MSNViT(VisionTransformer):
         Args:
             x: Tensor of shape (B, C, H, W).
             mask_ratio: Fraction of patch tokens dropped, in [0, 1).
-            generator: Optional ``torch.Generator`` on ``x.device`` for the
-                choice of kept tokens.
+            generator: Optional ``torch.Generator`` (``x.device``) of the draw.
 
         Returns:
             Tuple of features, one per ``out_indices``, shaped as

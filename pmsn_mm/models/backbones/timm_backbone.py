@@ -14,28 +14,19 @@ from ..utils.patch_drop import PatchDrop, check_mask_ratio
 class PooledTIMMBackbone(BaseBackbone):
     """Any timm model, returning its pooled pre-logits feature (B, C).
 
-    The model's own ``forward_head(pre_logits=True)`` pools (which token is
-    the CLS token is the model's knowledge), so necks always get (B, C).
-    Kept instead of mmpretrain's ``TIMMBackbone``, which resets the pooling:
-    a ViT gives all its tokens, (B, 1 + N, C), which projectors refuse.
-
-    For a token model (a timm ``VisionTransformer``), ``forward`` takes
-    MSN's ``mask_ratio`` (a :class:`~pmsn_mm.models.utils.PatchDrop` after
-    the model's own ``patch_drop``, as
-    :class:`~pmsn_mm.models.backbones.MSNViT`); other models
+    The model's own ``forward_head(pre_logits=True)`` pools, so necks get
+    (B, C); kept instead of mmpretrain's ``TIMMBackbone``, whose reset
+    pooling gives a ViT's (B, 1 + N, C). A token model's ``forward`` takes
+    MSN's ``mask_ratio`` (:class:`~pmsn_mm.models.utils.PatchDrop`); others
     (:attr:`supports_mask_ratio` False) refuse ``mask_ratio > 0``.
 
     Args:
-        model_name: timm model name, e.g. ``'vit_small_patch16_224'``,
-            ``'resnet50'``.
-        pretrained: Load timm's pretrained weights (downloads them).
-            Defaults to False.
-        checkpoint_path: Local weights for ``timm.create_model``. Defaults
-            to '' (none).
+        model_name: timm model name, e.g. ``'vit_small_patch16_224'``.
+        pretrained: Download timm's pretrained weights. Defaults to False.
+        checkpoint_path: Local weights for timm. Defaults to '' (none).
         in_channels: Image channels. Defaults to 3.
-        keep_spatial_dims: Return (B, C, 1, 1) instead of (B, C), for
-            necks that average-pool a feature map (``SwAVNeck``). Defaults
-            to False.
+        keep_spatial_dims: Return (B, C, 1, 1) instead of (B, C), for necks
+            that average-pool a feature map (``SwAVNeck``). Defaults to False.
         model_kwargs: Further arguments of ``timm.create_model``
             (``features_only`` is refused). A dict rather than ``**kwargs``,
             so that the config-key check names a misspelled key here.
@@ -109,10 +100,8 @@ class PooledTIMMBackbone(BaseBackbone):
 
         Args:
             x: Tensor of shape (B, in_channels, H, W).
-            mask_ratio: Fraction of patch tokens dropped (token models
-                only), in [0, 1).
-            generator: Optional ``torch.Generator`` on ``x.device`` for the
-                choice of kept tokens.
+            mask_ratio: Patch tokens dropped (token models only), in [0, 1).
+            generator: Optional ``torch.Generator`` (``x.device``) of the draw.
 
         Returns:
             Tuple with one Tensor of shape (B, C) ((B, C, 1, 1) with

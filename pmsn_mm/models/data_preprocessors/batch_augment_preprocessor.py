@@ -16,18 +16,12 @@ from .views.crop import replicate_edges
 class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
     """``SelfSupDataPreprocessor`` that draws the views itself, batched.
 
-    Replaces the per-sample ``MultiView`` pipeline: the dataset only
-    decodes and packs one image per sample (``LoadImageForViews``,
-    ``PackInputs``, ``padded_collate``), and in training this pre-processor
-    draws every view on the model's device: per view group, the
-    augmentations of :attr:`augments` in order (the crop in each image's
-    own coordinates, so padding never enters a crop), each image with its
-    own parameters from the per-sample transforms' distributions, in
-    float32 whatever the autocast state, then normalisation. In evaluation
-    it only normalises, like its parent.
-
-    Output in training: one tensor (B, C, size, size) per view, group after
-    group in the order of ``views`` (for PMSN: target, random, focal).
+    Replaces the per-sample ``MultiView`` pipeline: the dataset only decodes
+    (``LoadImageForViews``, ``PackInputs``, ``padded_collate``); in training
+    every view is drawn on the device, per group the augmentations of
+    :attr:`augments` in order, each image with its own parameters, in
+    float32, then normalised: one tensor (B, C, size, size) per view, group
+    after group. In evaluation it only normalises.
 
     Config (MSN's views)::
 
@@ -38,15 +32,11 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
             mean=..., std=..., to_rgb=True)
 
     Args:
-        views: View groups, each a dict of the settings of
-            :data:`~pmsn_mm.views.VIEW_DEFAULTS`: ``num_views`` and the
-            settings of each augmentation of :attr:`augments`, declared
-            with their defaults and checks in its unit in
-            ``pmsn_mm/views/`` (e.g. the crop's ``size``, ``scale``).
+        views: View groups, each a dict of ``num_views`` and the settings
+            of the augmentations (their units in ``pmsn_mm/views/``).
         seed: Optional seed of a private generator (None: torch's global
             RNG, which mmengine seeds from ``randomness.seed``).
-        **kwargs: ``SelfSupDataPreprocessor`` arguments (``mean``, ``std``,
-            ``to_rgb``, ...).
+        **kwargs: ``SelfSupDataPreprocessor`` arguments (``mean``, ...).
     """
 
     #: The augmentations, in order (a subclass may add its own).
@@ -78,9 +68,8 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
 
     def augment_group(self, images: Tensor, heights: Tensor, widths: Tensor,
                       group: dict) -> List[Tensor]:
-        """The views of one group for every image: each augmentation draws
-        what it needs, then one shared draw of uniforms, then each applies
-        itself (:mod:`~pmsn_mm.models.data_preprocessors.views.base`).
+        """The views of one group for every image
+        (:mod:`~pmsn_mm.models.data_preprocessors.views.base`).
 
         Args:
             images: Float tensor of shape (B, C, H, W) in [0, 255], image
@@ -117,9 +106,8 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
                     img_shapes: Optional[Tensor] = None) -> Dict[str, Any]:
         """Each image's ``(h, w)`` in a padded batch.
 
-        From ``img_shapes`` (``padded_collate``'s, moved with the batch),
-        else the data samples' ``img_shape`` (one upload), else the batch's
-        size.
+        From ``img_shapes`` (``padded_collate``'s, moved with the batch), else
+        the data samples' ``img_shape`` (one upload), else the batch's size.
 
         Args:
             inputs: The batch tensor of shape (B, C, H, W).
@@ -161,23 +149,17 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
                                                          non_blocking=True)
         return dict(heights=table[:, 0], widths=table[:, 1], padded=True)
 
-    # Eager under torch.compile (mmengine's compile=True): compiled, the
-    # views would draw from inductor's own random generator instead of
-    # torch's (different views for a seed, outside the RNG state that
-    # resume restores); eager, they also save ~10 s of the toy config's
-    # first compile on the CPU.
+    # Eager under torch.compile: compiled, the views would draw from
+    # inductor's own generator, outside the RNG state that resume restores.
     @torch.compiler.disable
     def forward(self, data: dict, training: bool = False) -> dict:
         """Views (training) or the normalised batch (evaluation).
 
         Args:
             data: A collated batch whose ``inputs`` is one tensor of shape
-                (B, C, H, W) (or a one-element list of it); with
-                ``padded_collate``, images of mixed sizes padded at the
-                bottom and right, their sizes in ``img_shapes`` (and in the
-                data samples' ``img_shape``). In training, each tensor of
-                the batch moves once, ``non_blocking``, the data samples
-                stay on the host (:func:`cast_batch`).
+                (B, C, H, W) (or a one-element list of it), padded by
+                ``padded_collate`` for mixed sizes; moved by
+                :func:`cast_batch` in training.
             training: Whether to draw the augmented views.
 
         Returns:
@@ -206,11 +188,8 @@ class BatchAugmentPreprocessor(SelfSupDataPreprocessor):
         if sizes['padded']:
             inputs = replicate_edges(inputs, sizes['heights'],
                                      sizes['widths'])
-        # in float32 whatever the autocast state: mmengine's train_step runs
-        # the pre-processor inside the optimizer wrapper's autocast (--amp),
-        # where the crops, the colour matrix and the blur would run in
-        # bfloat16 (pixels off by up to ~10 grey levels); the model still
-        # runs under autocast
+        # float32 even inside --amp's autocast (bfloat16 crops, colour
+        # matrix and blur are off by up to ~10 grey levels)
         with torch.autocast(inputs.device.type, enabled=False):
             views = [
                 view for group in self.views for view in self.augment_group(

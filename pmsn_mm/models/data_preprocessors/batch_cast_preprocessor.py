@@ -13,23 +13,14 @@ def cast_batch(data: dict,
                ) -> Tuple[Any, Optional[list], Dict[str, Tensor]]:
     """Upload what a training step needs of a collated batch.
 
-    mmengine's ``cast_data`` moves every tensor it finds, each data sample's
-    fields one by one (on a GPU: one blocking copy per image and field).
-    Here each of the batch's own tensors (``inputs``, a tensor or a list of
-    per-view tensors, and any other top-level tensor of the batch dict,
-    e.g. ``padded_collate``'s ``img_shapes``) moves once, ``non_blocking``
-    (asynchronous from the pinned memory of a ``pin_memory=True`` loader).
-    The data samples stay on the host, except their fields named in
-    ``sample_keys``: each moves as one stacked tensor (the batch's own if
-    the collate stacked it, see ``padded_collate(sample_keys=...)``, else
-    stacked here), and the data samples handed on are new ones with the
-    metainfo and a row of each stacked field on the device.
+    Kept instead of mmengine's ``cast_data`` (one blocking copy per image
+    and field): each top-level tensor moves once, ``non_blocking``; of the
+    data samples only ``sample_keys``, each as one stacked tensor.
 
     Args:
         data: ``dict(inputs=..., data_samples=..., **other_tensors)``.
         device: The model's device.
-        sample_keys: Data-sample fields the model reads in training (e.g.
-            ``('mask',)`` for data2vec).
+        sample_keys: Data-sample fields read in training (data2vec's ``mask``).
 
     Returns:
         ``(inputs, data_samples, extras)``: ``extras`` the other top-level
@@ -75,18 +66,14 @@ def cast_batch(data: dict,
 @MODELS.register_module()
 class BatchCastPreprocessor(SelfSupDataPreprocessor):
     """``SelfSupDataPreprocessor`` whose training batch moves to the device
-    with one ``non_blocking`` upload per batch tensor (:func:`cast_batch`)
-    instead of mmengine's per-data-sample ``cast_data``; the data samples
-    stay on the host except the fields named in ``sample_keys``. Channel
-    order, float conversion and normalisation are the parent's (the BGR <->
-    RGB swap as a flip, not an index uploaded from a Python list).
-    Evaluation (``training=False``) is the parent's.
+    with one ``non_blocking`` upload per batch tensor (:func:`cast_batch`);
+    everything else is the parent's (the BGR <-> RGB swap as a flip, not an
+    index uploaded from a Python list).
 
     Args:
         sample_keys: Data-sample fields the model reads in training, moved
             as one stacked tensor each (data2vec: ``['mask']``).
-        **kwargs: ``SelfSupDataPreprocessor`` arguments (``mean``, ``std``,
-            ``to_rgb``, ...).
+        **kwargs: ``SelfSupDataPreprocessor`` arguments (``mean``, ...).
     """
 
     def __init__(self, sample_keys: Sequence[str] = (), **kwargs) -> None:

@@ -15,13 +15,11 @@ from ..priors import BasePrior
 
 def build_prior(prior: Optional[Union[dict, BasePrior]],
                 num_prototypes: Optional[int]) -> BasePrior:
-    """Build a prior config for ``num_prototypes`` prototypes, or check a
-    built prior's.
+    """Build a prior config for K prototypes, or check a built prior's.
 
-    K is configured once, on the head: the prior receives it as
-    ``default_args``; a prior config or module with another K is an error.
-    A head with ``num_prototypes=None`` takes K from a prior that counts it
-    in the data (``ClassPrior``: the number of classes; ``ImageFolderPrior``).
+    K is configured once, on the head (another K in the prior is an error);
+    with ``num_prototypes=None`` it comes from a prior that counts it in the
+    data (``ClassPrior``, ``ImageFolderPrior``).
 
     Args:
         prior: Config (``dict(type='PowerLawPrior', tau=0.5)``), a built
@@ -72,29 +70,18 @@ class BasePrototypeHead(BaseModule):
     loss that uses both (PMSN: ``PMSNHead``; PSwAV: ``PSwAVHead``).
 
     The head owns all state: the prototypes (uniform in ``±sqrt(1 / D)``,
-    as official MSN) and the prior (built with the head's K). The loss is a
-    function of tensors the head passes in; :meth:`finish_step` updates a
-    learned prior from the step's usage, and hooks read the last step's
-    statistics through :meth:`step_statistics`.
-
-    Prototypes should get no weight decay, as in MSN::
-
-        optim_wrapper = dict(
-            ...,
-            paramwise_cfg=dict(
-                custom_keys={'prototypes': dict(decay_mult=0.0)}))
+    as official MSN) and the prior; the loss is a function of tensors it
+    passes in. :meth:`finish_step` updates a learned prior; hooks read
+    :meth:`step_statistics`. Prototypes should get no weight decay (MSN):
+    ``paramwise_cfg=dict(custom_keys={'prototypes': dict(decay_mult=0.0)})``.
 
     Args:
-        num_prototypes: Number of prototypes K, >= 1, or None: K is the
-            prior's, counted in the data (``ClassPrior``: one prototype per
-            class; ``ImageFolderPrior``).
+        num_prototypes: Number of prototypes K, >= 1, or None: the prior's,
+            counted in the data (``ClassPrior``, ``ImageFolderPrior``).
         in_channels: Embedding dim D, >= 1.
-        prior: Config of a prior (``UniformPrior``, ``PowerLawPrior``,
-            ``ClassPrior``, ``FilePrior``, ``AdaptivePowerLawPrior``; its
-            ``num_prototypes`` is the head's) or a built ``BasePrior``.
-            None is ``UniformPrior``.
-        loss: Config of the loss or a built module; None is the class's
-            :attr:`default_loss`.
+        prior: Config of a prior (built with the head's K) or a built
+            ``BasePrior``. None is ``UniformPrior``.
+        loss: Loss config or module; None: :attr:`default_loss`.
         init_cfg: mmengine init config. Defaults to None.
     """
 
@@ -131,9 +118,8 @@ class BasePrototypeHead(BaseModule):
     def finish_step(self, losses: Dict[str, Tensor],
                     stats: PrototypeStepStats,
                     dtype: torch.dtype) -> Dict[str, Tensor]:
-        """After the loss: update a learned prior with the step's usage,
-        keep the statistics for :meth:`step_statistics` (training steps),
-        and add the prior's statistics to the losses.
+        """After the loss: update a learned prior, keep the statistics for
+        :meth:`step_statistics` and add the prior's to the losses.
 
         Args:
             losses: The loss's losses and logged scalars (extended).
@@ -161,8 +147,7 @@ class BasePrototypeHead(BaseModule):
 
     @property
     def learns_prior_now(self) -> bool:
-        """Whether this step's usage updates the prior (a learned prior, in
-        training mode)."""
+        """Whether this step's usage updates a learned prior (training)."""
         return self.prior.learns_from_usage and self.training
 
     def extra_repr(self) -> str:

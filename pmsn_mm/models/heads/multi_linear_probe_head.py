@@ -17,10 +17,9 @@ PROBE_TYPES = ('linear', 'bn_linear')
 class BNLinear(nn.Module):
     """BatchNorm followed by a Linear layer (VISSL ``eval_mlp``).
 
-    With ``bn_channels < in_channels`` the input of shape (B, in_channels) is
-    viewed as (B, bn_channels, in_channels // bn_channels) and normalised per
-    channel, as VISSL's ``BatchNorm2d(2048)`` on the (B, 2048, 2, 2) map behind
-    SEER's 8192-d representation.
+    With ``bn_channels < in_channels`` the input is viewed as (B,
+    bn_channels, -1) and normalised per channel, as VISSL's
+    ``BatchNorm2d(2048)`` behind SEER's 8192-d representation.
 
     Args:
         in_channels: Feature dim.
@@ -54,27 +53,24 @@ class MultiLinearProbeHead(BaseModule):
 
     "We attach 2 linear heads per chosen representation, one composed of a
     single linear layer, and one with an added batch normalization before the
-    linear layer." Both are trained together on the same frozen features,
-    one ``loss_<name>`` each (they share no parameter, so each gets exactly
-    its own gradient). :meth:`predict` writes ``pred_score_<name>`` per
-    probe (:class:`MultiHeadAccuracy`) and the first probe's
-    ``pred_score`` / ``pred_label``. Input: a tuple whose last element has
-    shape (B, in_channels).
+    linear layer." Trained together, one ``loss_<name>`` each (no shared
+    parameter). :meth:`predict` writes ``pred_score_<name>`` per probe and
+    the first probe's ``pred_score`` / ``pred_label``. Input: a tuple whose
+    last element has shape (B, in_channels).
 
     Args:
         num_classes: Number of classes, >= 1.
         in_channels: Feature dim, >= 1.
-        probes: Probe types, each once, from :data:`PROBE_TYPES`; the type is
-            the probe's name. Defaults to ``('linear', 'bn_linear')``.
-        bn_channels: Channels of the BatchNorm in ``bn_linear`` (must divide
-            ``in_channels``). Defaults to ``in_channels`` (one statistic per
-            feature); VISSL's 8192-d ResNet representation uses 2048.
+        probes: Probe types (their names), each once, from
+            :data:`PROBE_TYPES`. Defaults to ``('linear', 'bn_linear')``.
+        bn_channels: BatchNorm channels of ``bn_linear``, dividing
+            ``in_channels`` (VISSL's 8192-d ResNet: 2048). Defaults to
+            ``in_channels``.
         bn_affine: Learnable BN scale/shift. Defaults to False (MAE's probe;
             VISSL's is affine, as the benchmark configs set).
         bn_eps: BN epsilon (VISSL: 1e-5).
         bn_momentum: BN momentum (VISSL: 0.1).
-        loss: Loss config or module, called as ``loss(logits, target,
-            avg_factor=B)``. Defaults to ``CrossEntropyLoss``.
+        loss: Loss config or module. Defaults to ``CrossEntropyLoss``.
         init_cfg: mmengine init config. Defaults to Linear weights normal
             (std 0.01), biases 0 (MAE's probe); ``[]`` keeps PyTorch's
             default init (VISSL's, as the benchmark configs do).
@@ -126,8 +122,7 @@ class MultiLinearProbeHead(BaseModule):
         """The features the probes see.
 
         Args:
-            feats: Tuple of Tensors (the last is used) or a Tensor, of shape
-                (B, in_channels).
+            feats: A Tensor (B, in_channels), or a tuple of them (last used).
 
         Returns:
             Tensor of shape (B, in_channels).

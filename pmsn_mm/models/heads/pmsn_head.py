@@ -1,5 +1,4 @@
-"""Prototype head of (P)MSN: prototypes, probabilities and the cluster prior.
-"""
+"""Prototype head of (P)MSN: prototypes, probabilities and the prior."""
 import math
 from typing import Dict, Optional, Union
 
@@ -20,13 +19,12 @@ def prototype_log_probabilities(x: Tensor,
                                 label_smoothing: float = 0.0) -> Tensor:
     """Log of MSN's soft-nearest-neighbour prototype probabilities.
 
-    ``p = softmax(normalize(x) @ normalize(prototypes).T / temperature)
-    @ proto_labels`` with ``proto_labels`` the label-smoothed identity
-    (off-diagonal ``s / K``, diagonal ``1 - s + s / K``), i.e.
-    ``p = (1 - s) * softmax(...) + s / K`` (``p_i`` of Assran et al.,
-    ICLR 2023, arXiv:2210.07277, eq. (6)).
-    Computed in log space (``log_softmax``, ``logaddexp``), so ``log p`` is
-    finite even where ``p`` underflows.
+    ``p = softmax(normalize(x) @ normalize(prototypes).T / temperature) @
+    proto_labels`` with ``proto_labels`` the label-smoothed identity
+    (off-diagonal ``s / K``, diagonal ``1 - s + s / K``), i.e. ``p = (1 - s) *
+    softmax(...) + s / K`` (``p_i`` of Assran et al., ICLR 2023,
+    arXiv:2210.07277, eq. (6)). Computed in log space (``log_softmax``,
+    ``logaddexp``), so ``log p`` is finite even where ``p`` underflows.
 
     Args:
         x: Tensor of shape (N, D), embeddings.
@@ -54,23 +52,19 @@ class PMSNHead(BasePrototypeHead):
 
     The one public API of the prototype probabilities:
     :meth:`log_probabilities` / :meth:`probabilities` (``p_i`` of eq. (6));
-    the prior is ``head.prior``. :meth:`loss` computes the anchor
-    log-probabilities (with gradient) and target probabilities (without)
-    and calls the loss with them and the prior, as mmpretrain heads do.
+    :meth:`loss` passes anchor log-probabilities (with gradient), target
+    probabilities (without) and ``head.prior`` to the loss.
 
     Args:
         num_prototypes: Number of prototypes K, >= 1, or None (K
             from the prior: see :class:`BasePrototypeHead`).
         in_channels: Embedding dim D, >= 1. Defaults to 256.
         temperature: Cosine-similarity temperature, > 0. Defaults to 0.1.
-        label_smoothing: Prototype label smoothing, in [0, 1).
-            Defaults to 0.0.
+        label_smoothing: Prototype label smoothing, in [0, 1). Defaults to 0.
         prior: Config of a prior or a built ``BasePrior``. Defaults to
             ``dict(type='UniformPrior')`` (MSN).
-        loss: Config of the loss (or a built module) called as
-            ``loss(anchor_log_probs, target_probs, prior_probs,
-            sinkhorn_marginal, return_usage)`` and returning ``(losses,
-            PrototypeStepStats)``. Defaults to ``dict(type='PMSNLoss')``.
+        loss: Config of the loss (or a built module), with ``PMSNLoss``'s
+            interface. Defaults to ``dict(type='PMSNLoss')``.
         init_cfg: mmengine init config. Defaults to None.
     """
 
@@ -90,8 +84,7 @@ class PMSNHead(BasePrototypeHead):
             'label_smoothing', label_smoothing, 0, 1, high_open=True)
 
     def log_probabilities(self, z: Tensor) -> Tensor:
-        """``log p`` of embeddings against the prototypes (with gradient
-        to both).
+        """``log p`` of embeddings (gradient to them and the prototypes).
 
         Args:
             z: Tensor of shape (N, D).

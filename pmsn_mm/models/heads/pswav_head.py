@@ -12,29 +12,19 @@ from .base_prototype_head import BasePrototypeHead
 
 @MODELS.register_module()
 class PSwAVHead(BasePrototypeHead):
-    """SwAV's head with the prototypes and the cluster prior it owns
-    (Assran et al., ICLR 2023, arXiv:2210.07277, eq. (8) with
-    ``P 1_N = N * prior``).
+    """SwAV's head with the prototypes and the cluster prior it owns (Assran et
+    al., ICLR 2023, arXiv:2210.07277, eq. (8) with ``P 1_N = N * prior``).
 
-    Where mmpretrain's ``SwAVHead`` only calls ``SwAVLoss`` (which holds the
-    prototypes), this head owns the prototypes (``head.prototypes``, shape
-    (K, D), as ``PMSNHead``) and the prior (``head.prior``), L2-normalises
-    the prototypes before every step (as SwAV) and calls the stateless
-    :class:`~pmsn_mm.models.losses.PSwAVLoss` with them and the prior's
-    probabilities and Sinkhorn marginal; a learned prior is updated from the
-    usage the loss returns (:meth:`finish_step`). SwAVHook keeps working: it
-    freezes parameters whose name contains ``prototypes`` and stores its
-    queue at ``head.loss_module.queue``.
+    Unlike mmpretrain's ``SwAVHead``, the head owns the prototypes (K, D),
+    L2-normalised before every step, and calls the stateless
+    :class:`~pmsn_mm.models.losses.PSwAVLoss`; SwAVHook keeps working.
 
     Args:
         num_prototypes: Number of prototypes K, >= 1. Defaults to 3000; None: K
             from the prior (see :class:`BasePrototypeHead`).
-        in_channels: Embedding dim D (``SwAVNeck`` out_channels), >= 1.
-            Defaults to 128.
-        prior: Config of a prior or a built ``BasePrior``. Defaults to
-            ``dict(type='UniformPrior')`` (SwAV).
-        loss: Config of the loss or a built module. Defaults to
-            ``dict(type='PSwAVLoss')``.
+        in_channels: Embedding dim D (``SwAVNeck``'s). Defaults to 128.
+        prior: Prior config or ``BasePrior``. Defaults to ``UniformPrior``.
+        loss: Loss config or module. Defaults to ``dict(type='PSwAVLoss')``.
         init_cfg: mmengine init config. Defaults to None.
     """
 

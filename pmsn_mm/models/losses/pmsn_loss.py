@@ -32,49 +32,38 @@ PRIOR_USAGES = ('targets', 'anchors')
 
 @MODELS.register_module()
 class PMSNLoss(nn.Module):
-    """Prior-matching MSN loss, paper eq. (9); MSN eq. (6) when
-    the prior is uniform.
+    """Prior-matching MSN loss, eq. (9); MSN eq. (6) for a uniform prior.
 
-    ``loss = mean_i H(p_i^+, p_i) + prior_weight * KL(p_mean || prior)
-    [+ entropy_weight * mean_i H(p_i)]``, where ``p_i`` are the anchor
-    prototype probabilities, ``p_i^+ = sharpen(p(target_i),
-    sharpen_temperature)`` (no gradient, optionally Sinkhorn-balanced
-    towards the prior) and ``p_mean`` the mean anchor probability over all
-    views and ranks (exact gradient under DDP:
-    :func:`~pmsn_mm.models.utils.all_reduce_mean_with_grad`).
+    ``loss = mean_i H(p_i^+, p_i) + prior_weight * KL(p_mean || prior) [+
+    entropy_weight * mean_i H(p_i)]``, where ``p_i`` are the anchor prototype
+    probabilities, ``p_i^+ = sharpen(p(target_i), sharpen_temperature)`` (no
+    gradient, optionally Sinkhorn-balanced towards the prior) and ``p_mean``
+    the mean anchor probability over all views and ranks (exact gradient under
+    DDP: :func:`~pmsn_mm.models.utils.all_reduce_mean_with_grad`).
 
-    The loss never changes the prior. For a learned prior the head asks for
-    the step's global usage (``return_usage``): the sharpened targets
-    before Sinkhorn (steeper than ``p_mean``, so the fit can drift upwards)
-    or ``p_mean`` itself (no such bias, but it moves only as far as the
-    cross-entropy pulls it from the prior); see docs/choosing_a_prior.md.
+    The loss never changes the prior; for a learned prior it returns the
+    step's global usage (``return_usage``, docs/choosing_a_prior.md).
 
     Args:
         sharpen_temperature: Target sharpening temperature T, > 0
             (constant, as in every MSN config). Defaults to 0.25.
         prior_weight: lambda, >= 0. Defaults to 1.0.
-        use_sinkhorn: Balance targets with distributed Sinkhorn-Knopp so that
-            over the global batch of B targets prototype k receives
-            ``B * prior_k`` (:func:`~pmsn_mm.models.utils.distributed_sinkhorn`
-            with ``col_marginal=prior``). A prior whose entries are all equal
-            (``UniformPrior``) runs MSN's uniform Sinkhorn unchanged.
-            Defaults to False.
+        use_sinkhorn: Balance targets with distributed Sinkhorn-Knopp so
+            that prototype k receives ``B * prior_k`` of the global batch
+            (MSN's Sinkhorn for ``UniformPrior``). Defaults to False.
         sinkhorn_iterations: Sinkhorn iterations, >= 1. Defaults to 3.
         entropy_weight: Weight of the mean per-anchor entropy, >= 0; the
             term is only computed and returned when > 0. Defaults to 0.0.
-        kl_direction: ``'forward'``: KL(p_mean || prior), eq. (9);
-            ``'reverse'``: KL(prior || p_mean), as in lightly.
-            Defaults to ``'forward'``.
-        prior_usage: What a learned prior learns from: ``'targets'`` (mean
-            sharpened target, before Sinkhorn) or ``'anchors'`` (``p_mean``).
-            Ignored by fixed priors. Defaults to ``'targets'``.
+        kl_direction: ``'forward'`` (default): KL(p_mean || prior), eq.
+            (9); ``'reverse'``: KL(prior || p_mean), as in lightly.
+        prior_usage: What a learned prior learns from: ``'targets'``
+            (default; sharpened, before Sinkhorn) or ``'anchors'`` (p_mean).
 
-    Returns ``(losses, stats)``: ``loss_ce``, ``loss_prior``,
-    ``loss_entropy`` (if ``entropy_weight > 0``) and the logged detached
-    scalars ``prior_kl``, ``mean_probs_entropy``, ``num_prototypes_used``,
-    ``max_target_prob``; a :class:`~pmsn_mm.models.losses.PrototypeStepStats`
-    of (K,) ``mean_probs``, ``prototypes_used`` and, with
-    ``return_usage``, ``usage``.
+    Returns ``(losses, stats)``: ``loss_ce``, ``loss_prior``, ``loss_entropy``
+    (if ``entropy_weight > 0``) and the logged detached scalars ``prior_kl``,
+    ``mean_probs_entropy``, ``num_prototypes_used``, ``max_target_prob``; a
+    :class:`~pmsn_mm.models.losses.PrototypeStepStats` of (K,) ``mean_probs``,
+    ``prototypes_used`` and, with ``return_usage``, ``usage``.
     """
 
     def __init__(self,
@@ -129,8 +118,7 @@ class PMSNLoss(nn.Module):
                 ``v`` of the B images (``PMSNHead.log_probabilities``).
             target_probs: Tensor of shape (B, K), prototype probabilities of
                 the targets before sharpening; used without gradient.
-            prior_probs: Tensor of shape (K,), the cluster prior
-                (``PMSNHead.prior.probs``).
+            prior_probs: Tensor of shape (K,), the prior (``prior.probs``).
             sinkhorn_marginal: Tensor of shape (K,), the ``col_marginal`` of
                 Sinkhorn (``prior.sinkhorn_marginal()``), or None for the
                 official uniform arithmetic. Defaults to None.

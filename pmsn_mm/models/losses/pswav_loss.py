@@ -1,12 +1,11 @@
 """SwAV loss whose Sinkhorn codes follow a cluster prior (PSwAV).
 
-Assran et al., ICLR 2023, arXiv:2210.07277, eq. (8): SwAV minimises
-``(1 / N) sum_n H(p_n^+, p_n)`` subject to ``P 1_N = (N / K) 1_K`` -- the
-constrained K-means of eq. (7) with equal cluster sizes ``N_k = N / K``,
-i.e. a hard uniform cluster prior, enforced by Sinkhorn-Knopp. PSwAV keeps
-SwAV's loss and replaces the constraint by ``P 1_N = N * prior``
-(``N_k = N * prior_k``): the codes are computed by
-:func:`~pmsn_mm.models.utils.distributed_sinkhorn` with
+Assran et al., ICLR 2023, arXiv:2210.07277, eq. (8): SwAV minimises ``(1 / N)
+sum_n H(p_n^+, p_n)`` subject to ``P 1_N = (N / K) 1_K`` -- the constrained
+K-means of eq. (7) with equal cluster sizes ``N_k = N / K``, i.e. a hard
+uniform cluster prior, enforced by Sinkhorn-Knopp. PSwAV keeps SwAV's loss and
+replaces the constraint by ``P 1_N = N * prior`` (``N_k = N * prior_k``): the
+codes are computed by :func:`~pmsn_mm.models.utils.distributed_sinkhorn` with
 ``col_marginal=prior``.
 """
 from typing import Dict, Optional, Sequence, Tuple, Union, cast
@@ -39,8 +38,8 @@ class PSwAVLoss(nn.Module):
             -mean_n sum_k q_nk log softmax(s_v / temperature)_nk
 
     With a uniform prior the codes are SwAV's up to round-off (scores are
-    shifted by their global maximum before ``exp`` against overflow). The
-    only state is the ``queue`` slot that ``SwAVHook`` writes.
+    shifted by their global maximum before ``exp``). The only state is the
+    ``queue`` slot that ``SwAVHook`` writes.
 
     Returns ``(losses, stats)``: ``loss_swav`` and the detached scalars
     ``num_prototypes_used`` and ``codes_prior_kl`` (KL(mean code || prior));
@@ -50,14 +49,10 @@ class PSwAVLoss(nn.Module):
 
     Args:
         sinkhorn_iterations: Sinkhorn iterations, >= 1. Defaults to 3.
-        epsilon: Entropic regularisation of the codes, > 0.
-            Defaults to 0.05.
-        temperature: Temperature of the predicted assignments, > 0.
-            Defaults to 0.1.
-        crops_for_assign: Crop indices whose codes are computed.
-            Defaults to (0, 1).
-        num_crops: Number of crops per resolution, e.g. ``[2, 6]``.
-            Defaults to (2, ).
+        epsilon: Entropic regularisation of the codes, > 0. Defaults to 0.05.
+        temperature: Of the predicted assignments, > 0. Defaults to 0.1.
+        crops_for_assign: Crops whose codes are computed. Defaults to (0, 1).
+        num_crops: Crops per resolution, e.g. ``[2, 6]``. Defaults to (2, ).
     """
 
     def __init__(self,
@@ -95,8 +90,7 @@ class PSwAVLoss(nn.Module):
         """Prior-matched Sinkhorn codes of prototype scores.
 
         Args:
-            scores: Tensor of shape (N_local, K), ``x @ W.T`` (queue rows
-                first, if any).
+            scores: (N_local, K), ``x @ W.T`` (queue rows first, if any).
             prior_marginal: Tensor of shape (K,), or None for uniform.
 
         Returns:
@@ -126,14 +120,12 @@ class PSwAVLoss(nn.Module):
             x: Tensor of shape (sum(num_crops) * B, D), crop-major
                 L2-normalised embeddings (``SwAVNeck``), rows
                 ``[c * B:(c + 1) * B]`` are crop ``c``.
-            prototypes: Tensor of shape (K, D), the head's (normalised)
-                prototypes.
+            prototypes: Tensor of shape (K, D), the normalised prototypes.
             prior_probs: Tensor of shape (K,), the cluster prior.
             sinkhorn_marginal: Tensor of shape (K,), the ``col_marginal`` of
                 the codes' Sinkhorn (``prior.sinkhorn_marginal()``), or None
                 for SwAV's uniform Sinkhorn. Defaults to None.
-            return_usage: Also return ``usage`` (see the class docstring).
-                Defaults to False.
+            return_usage: Also return ``usage``. Defaults to False.
 
         Returns:
             ``(losses, stats)``, see the class docstring.
@@ -189,18 +181,9 @@ class PSwAVLoss(nn.Module):
     @torch.no_grad()
     def _with_queue(self, i: int, out: Tensor, embedding: Tensor,
                     prototypes: Tensor) -> Tensor:
-        """SwAV's queue (filled by ``SwAVHook``): prepend the scores of the
-        queued embeddings once it is full, then push this batch in.
-
-        Args:
-            i: Index into ``crops_for_assign``.
-            out: Tensor of shape (B, K), scores of this crop.
-            embedding: Tensor of shape (B, D), embeddings of this crop.
-            prototypes: Tensor of shape (K, D).
-
-        Returns:
-            Tensor of shape (Q + B, K) or (B, K).
-        """
+        """SwAV's queue (filled by ``SwAVHook``): the scores ``out`` (B, K)
+        of assignment crop ``i``, with those of the queued embeddings
+        prepended once it is full; this batch is pushed in."""
         if self.queue is None:
             return out
         bs = out.shape[0]

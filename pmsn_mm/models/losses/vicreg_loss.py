@@ -1,8 +1,7 @@
 """VICReg loss: invariance, variance and covariance terms.
 
-Bardes et al., "VICReg: Variance-Invariance-Covariance Regularization for
-Self-Supervised Learning", ICLR 2022; behaviour of ``VICReg.forward`` in the
-official code (facebookresearch/vicreg, ``main_vicreg.py``)::
+Bardes et al., ICLR 2022; as the official ``VICReg.forward``
+(facebookresearch/vicreg)::
 
     loss = 25 * mse(z_a, z_b)                                  # local batch
          + 25 * (mean_d relu(1 - std_d(Z_a)) + ... Z_b) / 2    # global batch
@@ -71,22 +70,15 @@ def covariance_penalty(z: Tensor) -> Tensor:
 class VICRegLoss(nn.Module):
     """VICReg loss of two batches of embeddings (official ``VICReg.forward``).
 
-    The invariance term is the local MSE; the variance and covariance terms
-    use the embeddings of all ranks, gathered with gradient (official
-    ``FullGatherLayer``, see :func:`all_gather_with_grad`).
-
-    Returns a dict: ``loss_invariance``, ``loss_variance``,
-    ``loss_covariance`` (weighted; summed by mmengine) and the statistics
-    ``std_mean`` (mean over both views and all dimensions of the global
-    per-dimension std) and ``std_min``.
+    Variance and covariance use all ranks' embeddings
+    (:func:`all_gather_with_grad`). Returns the weighted ``loss_*`` terms
+    and ``std_mean``/``std_min`` of the global per-dimension std.
 
     Args:
         invariance_weight: Weight of the MSE between the views (official
             ``sim_coeff``, 25). Finite, >= 0.
-        variance_weight: Weight of the std hinge (``std_coeff``, 25).
-            Finite, >= 0.
-        covariance_weight: Weight of the covariance penalty (``cov_coeff``,
-            1). Finite, >= 0.
+        variance_weight: Weight of the std hinge (``std_coeff``, 25), >= 0.
+        covariance_weight: Covariance penalty weight (``cov_coeff``, 1), >= 0.
         eps: Added to the variance before the square root (1e-4), > 0.
     """
 

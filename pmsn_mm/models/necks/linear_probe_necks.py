@@ -1,15 +1,8 @@
-"""Necks that turn a frozen backbone's outputs into linear-probe features.
-
-The representations of the paper's evaluation protocol (App. E.2), as VISSL
-computes them:
-
-- ViT: the CLS token of the last block (``lastCLS``: a plain mmpretrain
-  ``VisionTransformer`` output, no neck needed) and the concatenation of the
-  CLS tokens of the last 4 blocks (``concatCLS4``, DINO):
-  :class:`ConcatCLSNeck`;
-- ResNet-50 (SEER protocol): the globally pooled last feature map (2048-d)
-  and its 2×2 adaptive average pooling, flattened (8192-d):
-  :class:`AdaptivePoolNeck`.
+"""Necks that turn a frozen backbone's outputs into linear-probe features:
+the representations of the paper's evaluation protocol (App. E.2), as VISSL
+computes them. ViT: the last CLS token (no neck needed) and the last 4
+concatenated (``concatCLS4``, :class:`ConcatCLSNeck`); ResNet-50 (SEER):
+the 1×1 and 2×2 adaptive average pools (:class:`AdaptivePoolNeck`).
 """
 from typing import List, Optional, Sequence, Tuple, Union, cast
 
@@ -30,8 +23,7 @@ def concat_cls_tokens(tokens: Sequence[Tensor],
 
     Args:
         tokens: n Tensors of shape (B, D).
-        weight: LayerNorm scale of shape (D,), shared by every token, or None
-            for no normalisation.
+        weight: Shared LayerNorm scale (D,), or None for no normalisation.
         bias: LayerNorm shift of shape (D,) (only with ``weight``).
         eps: LayerNorm epsilon.
 
@@ -71,21 +63,16 @@ class ConcatCLSNeck(BaseModule):
     Use it after an mmpretrain ``VisionTransformer`` with
     ``out_type='cls_token'`` and ``out_indices=[-n, ..., -1]``.
 
-    VISSL (and DINO) apply the encoder's final LayerNorm to *every* one of
-    the n tokens, mmpretrain's ViT only after the last block. To reproduce
-    VISSL, set ``final_norm=True`` here and ``final_norm=False`` in the
-    backbone: the frozen ``weight`` / ``bias`` load from
-    ``init_cfg=dict(type='Pretrained', checkpoint=CKPT,
-    prefix='backbone.ln1.')``.
-
-    Input: n or more Tensors of shape (B, D) (the last n are used). Output:
-    a tuple with one Tensor of shape (B, n * D), block L-n+1 first.
+    VISSL (and DINO) apply the final LayerNorm to *every* one of the n
+    tokens, mmpretrain's ViT only after the last block: set ``final_norm``
+    here and not in the backbone, loading ``init_cfg=dict(type='Pretrained',
+    checkpoint=CKPT, prefix='backbone.ln1.')``. Input: n or more (B, D)
+    Tensors; output: a tuple with one (B, n * D), block L-n+1 first.
 
     Args:
         num_layers: n, the number of last blocks (VISSL/DINO: 4), >= 1.
         in_channels: Token dim D; required with ``final_norm=True``.
-        final_norm: Layer-normalise every token with the frozen ``weight`` /
-            ``bias`` before concatenating.
+        final_norm: Layer-normalise every token (frozen ``weight`` / ``bias``).
         norm_eps: LayerNorm epsilon (mmpretrain/timm/VISSL ViTs: 1e-6).
         init_cfg: mmengine init config, e.g. the ``Pretrained`` one above.
     """
@@ -150,14 +137,10 @@ class ConcatCLSNeck(BaseModule):
 class AdaptivePoolNeck(BaseModule):
     """Adaptive average pooling of the last feature map, flattened (SEER).
 
-    ``output_size=1`` gives the ResNet-50 2048-d global-pool representation
-    (VISSL ``res5`` + ``AdaptiveAvgPool2d((1, 1))``); ``output_size=2`` gives
-    SEER's 8192-d one (``AdaptiveAvgPool2d((2, 2))`` on the (B, 2048, 7, 7)
-    map, flattened channel-major).
-
-    Input: a Tensor of shape (B, C, H, W) or a tuple of them (the last used).
-
-    Output: a tuple with one Tensor of shape (B, C * h * w).
+    ``output_size=1``: ResNet-50's 2048-d global pool (VISSL ``res5``);
+    ``2``: SEER's 8192-d one, flattened channel-major. Input: a Tensor (B,
+    C, H, W) or a tuple of them (last used); output: a tuple with one
+    Tensor (B, C * h * w).
 
     Args:
         output_size: Pooled size: an int s for (s, s), or a pair (h, w), >= 1.

@@ -11,21 +11,11 @@ from ...utils.validation import check_int
 
 @MODELS.register_module()
 class MSNProjector(BaseModule):
-    """3-layer MLP projector of MSN (``init_model`` in official
-    ``src/msn_train.py``).
+    """3-layer MLP projector of MSN (official ``init_model``).
 
-    ``fc1: Linear(in, hidden) -> bn1 -> gelu1 -> fc2: Linear(hidden, hidden)
-    -> bn2 -> gelu2 -> fc3: Linear(hidden, out)``, with Linear weights
-    truncated-normal (std 0.02) and zero biases, as in MSN (which uses
-    ``use_bn: true``). Layer names follow the official code. For SyncBN use
-    mmengine's ``sync_bn='torch'`` runner option.
-
-    Input: a backbone output tuple (its last element is used) or a tensor,
-    of shape (B, C), e.g. a ViT with ``out_type='cls_token'``, or (B, C, H,
-    W), e.g. a ResNet feature map, which is global-average-pooled first.
-
-    Output: a tuple with one Tensor of shape (B, out_channels) (mmpretrain
-    neck convention).
+    ``fc1 -> bn1 -> gelu1 -> fc2 -> bn2 -> gelu2 -> fc3`` (official names).
+    Input: a tuple (last element used) or a tensor (B, C) or (B, C, H, W)
+    (pooled). Output: a tuple with one Tensor (B, out_channels).
 
     Args:
         in_channels: Backbone feature dim C.
@@ -68,8 +58,7 @@ class MSNProjector(BaseModule):
         """Project backbone features.
 
         Args:
-            x: Tensor of shape (B, C) or (B, C, H, W), or a tuple/list of
-                them (the last is used).
+            x: Tensor (B, C) or (B, C, H, W), or a tuple of them (last used).
 
         Returns:
             Tuple with one Tensor of shape (B, out_channels).

@@ -16,10 +16,8 @@ from .base_prior import BasePrior
 def fit_power_law_exponent(sorted_usage: Tensor) -> Tuple[Tensor, Tensor]:
     """Least-squares fit of ``log u_r = c - tau * log r`` (log-log plot).
 
-    Entry ``r - 1`` is the size of the rank-``r`` cluster (largest first).
-    Ranks with ``u_r = 0`` have no logarithm and are left out of the fit;
-    nothing else is excluded, weighted or clamped. Computed in float64 on
-    the input's device without host synchronisation.
+    Ranks with ``u_r = 0`` are left out; nothing else is excluded or
+    clamped. float64 on the input's device, no host sync.
 
     Args:
         sorted_usage: Tensor of shape (K,), non-negative cluster sizes in
@@ -49,21 +47,15 @@ def fit_power_law_exponent(sorted_usage: Tensor) -> Tuple[Tensor, Tensor]:
 
 @MODELS.register_module()
 class AdaptivePowerLawPrior(BasePrior):
-    """Power-law prior ``p_k ∝ k ** -tau`` with ``tau`` learned from the
-    data: the prior ``p_PL(tau)`` of Assran et al., ICLR 2023,
-    arXiv:2210.07277, eq. (9), with the exponent
-    it leaves to the user estimated during training.
+    """Power-law prior ``p_k ∝ k ** -tau`` with ``tau`` learned from the data:
+    the prior ``p_PL(tau)`` of Assran et al., ICLR 2023, arXiv:2210.07277, eq.
+    (9), with the exponent it leaves to the user estimated during training.
 
-    After every training step the head passes the step's global cluster
-    usage (:meth:`update_usage`); the prior keeps an EMA of it (per
-    prototype, or of each step's sorted sizes with ``sort_before_ema``,
-    biased upwards for small batches: docs/choosing_a_prior.md), sorts it
-    and fits ``tau_fit`` by least squares in log-log
-    (:func:`fit_power_law_exponent`). The exponent used is ``tau_fit``
-    clamped to ``[tau_min, tau_max]`` (both logged as ``prior_tau`` /
-    ``prior_tau_fit``; a warning when the fit crosses a bound); before the
-    first fit it is ``tau_init``. As :class:`PowerLawPrior`, the prior is
-    applied by prototype *index* (index 0 largest); only ``tau`` adapts.
+    The prior keeps an EMA of each step's global cluster usage
+    (:meth:`update_usage`; docs/choosing_a_prior.md), sorts it and fits
+    ``tau_fit`` in log-log (:func:`fit_power_law_exponent`), used clamped to
+    ``[tau_min, tau_max]`` (``tau_init`` before the first fit). As
+    :class:`PowerLawPrior`, index 0 is the largest; only ``tau`` adapts.
 
     Two cautions. The first ``warmup_updates`` updates are only counted: an
     untrained encoder's usage fits a steep law of its own (about 1.2 on the
@@ -72,23 +64,17 @@ class AdaptivePowerLawPrior(BasePrior):
     (the losses measure usage before Sinkhorn, which would only read back
     its own marginals).
 
-    ``tau``, ``tau_fit``, ``usage_ema`` and ``num_updates`` are buffers,
-    saved and restored on resume; ``probs`` is recomputed from ``tau``.
-
     Args:
         num_prototypes: K (>= 2), given by the head.
-        tau_init: Exponent before the first fit, in ``[tau_min, tau_max]``.
-            Defaults to 0.0 (uniform).
+        tau_init: Exponent before the first fit. Defaults to 0.0 (uniform).
         tau_min: Lower bound of the exponent, >= 0. Defaults to 0.0.
         tau_max: Upper bound of the exponent, > ``tau_min``. Defaults to 1.0
             (the paper's priors use 0.25 and 0.5).
-        momentum: EMA momentum in [0, 1) (the fraction of the old average
-            kept per step; 0 fits every step's usage alone).
-            Defaults to 0.99.
+        momentum: EMA momentum in [0, 1) (the fraction of the old average kept
+            per step; 0 fits every step's usage alone). Defaults to 0.99.
         sort_before_ema: Average sorted sizes (rank order) instead of
             per-prototype sizes, see above. Defaults to False.
-        warmup_updates: Number of first updates that are ignored, >= 0.
-            Defaults to 0.
+        warmup_updates: First updates ignored, >= 0. Defaults to 0.
     """
 
     learns_from_usage = True
@@ -165,12 +151,9 @@ class AdaptivePowerLawPrior(BasePrior):
             usage: Tensor of shape (K,), non-negative cluster sizes of this
                 step over the global batch (e.g. mean target
                 probabilities), in prototype order.
-            check: Raise ``ValueError`` on a non-finite or negative usage
-                and log when the fit leaves (or re-enters) the bounds: both
-                read device values (host syncs). With False (what the head
-                does in a training step) the update is all on the device:
-                such a usage is ignored (no update, not counted) and the
-                bounds show in the logged ``prior_tau`` / ``prior_tau_fit``.
+            check: Raise on a non-finite or negative usage and log bound
+                crossings (host syncs). With False (the head's, in training)
+                the update stays on the device and such a usage is ignored.
         """
         if usage.dim() != 1 or usage.shape[0] != self.num_prototypes:
             raise ValueError(

@@ -74,25 +74,14 @@ class BasePrior(nn.Module):
     """A cluster prior: a probability vector over the K prototypes, the
     ``prior`` of Assran et al., ICLR 2023, arXiv:2210.07277, eq. (9).
 
-    The prior is state, built once: the head that owns it gives it its
-    ``num_prototypes`` (``MODELS.build(prior,
-    default_args=dict(num_prototypes=K))``), the subclass computes its
-    weights, and they are validated (finite, > 0, length K), normalised in
-    float64 and kept as the buffer :attr:`probs` (shape (K,), moved with the
-    model). A fixed prior's buffer is not saved in checkpoints (it is a
-    function of the config). Heads read :attr:`probs` and
-    :meth:`sinkhorn_marginal`.
-
-    A prior that is estimated from the data during training sets
-    ``learns_from_usage = True`` and implements :meth:`update_usage`; the
-    head feeds it the global cluster usage the loss returns for every
-    training step. The loss never changes the prior.
+    The weights are validated, normalised in float64 and kept as the buffer
+    :attr:`probs` (K,). A prior estimated during training sets
+    ``learns_from_usage = True`` and implements :meth:`update_usage`.
 
     Args:
         num_prototypes: K, >= 1.
         weights: Unnormalised weights, shape (K,), all > 0.
-        setting: Name of the weights in error messages, e.g.
-            ``'ClassPrior counts'``.
+        setting: Name of the weights in errors, e.g. ``'ClassPrior counts'``.
     """
 
     #: True for priors re-estimated from the data (see :meth:`update_usage`).
@@ -129,11 +118,9 @@ class BasePrior(nn.Module):
         """Take one training step's global cluster usage (learned priors).
 
         Args:
-            usage: Tensor of shape (K,), the mean target probability of each
-                prototype over the global batch.
-            check: Check the values of ``usage`` (a host sync) and log
-                events; the head passes False in training steps (no host
-                sync).
+            usage: Tensor (K,), each prototype's mean target probability.
+            check: Check the values of ``usage`` (a host sync) and log events;
+                the head passes False in training steps (no host sync).
         """
         raise NotImplementedError(
             f'{type(self).__name__} is a fixed prior; it does not learn from '

@@ -19,10 +19,8 @@ class ClassPrior(BasePrior):
     Args:
         num_prototypes: K, given by the head; None: the number of classes.
         counts: Per-class counts or weights, shape (K,).
-        dataset: A training dataset config (built with mmpretrain's
-            ``DATASETS`` registry) or instance with ``get_gt_labels()``; the
-            counts are the bincount of its labels
-            (:func:`~pmsn_mm.utils.labels.label_counts`). Built once, here.
+        dataset: A training dataset config or instance; the counts are
+            its :func:`~pmsn_mm.utils.labels.label_counts`.
     """
 
     #: A head with ``num_prototypes=None`` takes K from this prior.

@@ -35,9 +35,8 @@ def load_prior_file(path: str) -> np.ndarray:
 
     Raises:
         ValueError: If the extension is not one of
-            :data:`FILE_PRIOR_EXTENSIONS` or the file is not of that format
-            (truncated or corrupt ``.npy``, invalid JSON, non-text); the
-            message names the path and the expected format.
+            :data:`FILE_PRIOR_EXTENSIONS` or the file is not of that format,
+            naming the path and the format.
         FileNotFoundError: If ``path`` does not exist.
     """
     ext = osp.splitext(path)[1].lower()
@@ -95,9 +94,8 @@ def load_prior_file(path: str) -> np.ndarray:
 class FilePrior(BasePrior):
     """Prior read from a ``.npy``, ``.json`` or ``.txt`` file, normalised.
 
-    See :func:`load_prior_file` for the formats. Entries may be
-    probabilities or counts; they are validated (finite, > 0) and
-    normalised, never clamped. The file is read once, here.
+    Formats: :func:`load_prior_file`. Probabilities or counts, validated
+    (finite, > 0) and normalised, never clamped.
 
     Args:
         num_prototypes: K, given by the head; the file must hold K values.

@@ -13,27 +13,16 @@ from .class_prior import ClassPrior
 def image_folder_prior(num_prototypes: Optional[int],
                        dataset: Union[dict, object],
                        unlabelled: dict) -> BasePrior:
-    """``ClassPrior`` of a folder with class sub-folders, else
-    ``unlabelled``.
+    """``ClassPrior`` of a folder with class sub-folders, else ``unlabelled``.
 
-    Paper §5.2: the class prior ``p_k = D_k / D`` (one prototype per class)
-    beat the uniform prior on every task when the class distribution is
-    known; a folder's class sub-folders give it. A folder without them
-    says nothing about its classes, and the prior has to be chosen:
-    ``unlabelled`` (the shipped configs: ``UniformPrior``, MSN, with MSN's
-    1024 prototypes; see docs/own_data.md for why not a power law). The
-    choice is logged.
-
-    Built by a head like a prior class (``MODELS.build`` with the head's
-    ``num_prototypes``); a head with ``num_prototypes=None`` gets K from
-    the prior chosen here: the number of classes, or the ``num_prototypes``
-    of ``unlabelled``.
+    Paper §5.2: the class prior ``p_k = D_k / D`` beat the uniform prior
+    on every task when it is known; without sub-folders the prior is
+    ``unlabelled`` (docs/own_data.md). The choice is logged.
 
     Args:
         num_prototypes: The head's K, or None.
-        dataset: An ``ImageFolderDataset`` config (with
-            ``with_label='auto'``) or instance with ``has_classes``; a
-            dataset without ``has_classes`` counts as labelled.
+        dataset: An ``ImageFolderDataset`` config or instance (without
+            ``has_classes``: labelled).
         unlabelled: Prior config for a folder without class sub-folders;
             it must set ``num_prototypes`` when the head's is None.
 

@@ -22,40 +22,30 @@ class Data2VecVision(EMATargetMixin, BaseSelfSupervisor):
     data2vec vision code (facebookresearch/data2vec_vision,
     ``beit/engine_for_cyclical.py``, ``beit/modeling_cyclical.py``).
 
-    The **teacher** (an EMA copy of the student backbone, in eval mode, no
-    gradient) encodes the unmasked image; the outputs of the blocks in
-    ``target_layers`` are normalised, averaged and normalised again
-    (:func:`average_layer_targets`). The **student** encodes the image with
-    masked patches replaced by its mask token, and its final tokens at the
-    masked positions go through the regression neck (the official
-    ``lm_head``). Loss: smooth-L1 or MSE at the masked positions only. The
-    mask (``data_sample.mask``, (h, w) over the patch grid) comes from the
-    pipeline (``BEiTMaskGenerator``, the official block masking). Paper §4
-    uses data2vec as an instance-based method without a
-    volume-maximisation prior.
+    The **teacher** (EMA of the student backbone, eval mode, no gradient)
+    encodes the unmasked image; its ``target_layers`` outputs are averaged
+    (:func:`average_layer_targets`). The **student** encodes the masked image
+    (``data_sample.mask``, (h, w), from ``BEiTMaskGenerator``); its masked
+    tokens go through the regression neck (official ``lm_head``). Loss:
+    smooth-L1 or MSE at the masked positions.
 
     Args:
         backbone: Backbone config; needs ``forward_layers(x, mask)``, e.g.
             :class:`~pmsn_mm.models.backbones.Data2VecViT`.
         neck: Regression head config, e.g. ``dict(type='LinearNeck',
             in_channels=768, out_channels=768, norm_cfg=None)``.
-        target_layers: Indices (0-based) of the teacher blocks to average;
-            distinct, in ``[0, num_layers)``. Defaults to ``(6, ..., 11)``,
-            the paper's (App. E.1) for ViT-B's 12 blocks.
+        target_layers: Distinct 0-based teacher blocks to average.
+            Defaults to ``(6, ..., 11)``, the paper's for ViT-B (App. E.1).
         target_layer_norm: Normalisation of each block output, one of
             ``'layer'`` (official default), ``'instance'`` or None.
-        target_post_norm: Normalisation of the average, same choices
-            (official ViT-B command: ``'layer'``).
+        target_post_norm: Normalisation of the average (official: ``'layer'``).
         loss_type: ``'smooth_l1'`` (official) or ``'l2'``.
         loss_beta: Smooth-L1 beta, > 0 (official ViT-B command: 2.0).
-        target_momentum: Initial EMA momentum m of the teacher,
-            ``teacher = m * teacher + (1 - m) * student``; in (0, 1)
-            (official ViT-B command: 0.9998).
-        target_momentum_end: Momentum reached linearly after 1.25x the
-            training iterations, in (0, 1]; None keeps ``target_momentum``
-            constant (the official ViT-B command). Defaults to None.
-        **kwargs: ``BaseSelfSupervisor`` arguments (``data_preprocessor``,
-            ``init_cfg``, ...).
+        target_momentum: Initial EMA momentum m of the teacher (``m *
+            teacher + (1 - m) * student``), in (0, 1) (official: 0.9998).
+        target_momentum_end: Momentum reached linearly after 1.25x the run,
+            in (0, 1]; None: constant (official). Defaults to None.
+        **kwargs: ``BaseSelfSupervisor`` arguments (``init_cfg``, ...).
     """
 
     def __init__(self,
@@ -138,8 +128,7 @@ class Data2VecVision(EMATargetMixin, BaseSelfSupervisor):
 
         Args:
             inputs: Tensor of shape (B, C, H, W), or a list holding it.
-            data_samples: B samples, each with ``mask`` of shape (h, w) over
-                the patch grid (1 = masked).
+            data_samples: B samples with a ``mask`` (h, w) (1 = masked patch).
 
         Returns:
             ``loss_regression`` and the statistics ``num_masked`` (mean

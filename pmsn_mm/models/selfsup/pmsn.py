@@ -23,35 +23,25 @@ class PMSN(PrototypeEmbedMixin, EMATargetMixin, BaseSelfSupervisor):
     """Prior Matching for Siamese Networks (Assran et al., ICLR 2023,
     arXiv:2210.07277, eq. (9)).
 
-    As the official MSN step: the **target** is the first view, encoded by
-    an EMA copy of backbone + neck without gradient; the **anchors** are the
-    next ``num_random_views`` views, encoded by the online encoder with
-    random patch-drop (``mask_ratio``), then the remaining (focal) views,
-    unmasked; the head compares them through the prototypes and adds
-    ``lambda * KL(p̄ ‖ prior)`` (:class:`PMSNLoss`). Views are ordered
-    ``[target, random_1..R, focal_1..F]``. MSN is PMSN with
-    ``UniformPrior`` (a config, not a second class). The target's momentum
-    moves linearly from ``target_momentum`` to ``target_momentum_end`` over
-    1.25x the run (logged as ``target_momentum``).
+    As the official MSN step, views ``[target, random_1..R, focal_1..F]``:
+    the target is encoded by an EMA copy of backbone + neck without
+    gradient; the anchors by the online encoder, the random views with
+    patch-drop (``mask_ratio``); the head adds ``lambda * KL(p̄ ‖ prior)``
+    (:class:`PMSNLoss`). MSN is PMSN with ``UniformPrior`` (a config).
 
     Args:
-        backbone: Backbone config. Patch-drop needs a backbone whose
-            ``forward`` takes ``mask_ratio``
-            (:class:`~pmsn_mm.models.backbones.MSNViT`, a timm ViT in
-            :class:`~pmsn_mm.models.backbones.PooledTIMMBackbone`); any
-            backbone works with ``mask_ratio=0``.
+        backbone: Backbone config; ``mask_ratio > 0`` needs one whose
+            ``forward`` takes it (:class:`~pmsn_mm.models.backbones.MSNViT`,
+            a timm ViT in ``PooledTIMMBackbone``).
         neck: Projector config, e.g. ``MSNProjector``.
         head: Prototype head config, e.g. ``PMSNHead``.
         num_random_views: R, the number of masked anchor views (≥ 1).
-        mask_ratio: Fraction of patch tokens dropped from the random views,
-            in [0, 1).
-        target_momentum: Initial EMA momentum m of the target encoder,
-            ``target = m * target + (1 - m) * online``; in (0, 1).
-            Defaults to 0.996 (MSN).
-        target_momentum_end: Momentum reached after 1.25x the training
-            iterations, in (0, 1]. Defaults to 1.0 (MSN).
-        **kwargs: ``BaseSelfSupervisor`` arguments (``data_preprocessor``,
-            ``init_cfg``, ...).
+        mask_ratio: Patch tokens dropped from the random views, in [0, 1).
+        target_momentum: Initial EMA momentum m of the target (``m * target
+            + (1 - m) * online``), in (0, 1). Defaults to 0.996 (MSN).
+        target_momentum_end: Momentum reached after 1.25x the run, in
+            (0, 1]. Defaults to 1.0 (MSN).
+        **kwargs: ``BaseSelfSupervisor`` arguments (``init_cfg``, ...).
     """
 
     def __init__(self,
@@ -108,15 +98,8 @@ class PMSN(PrototypeEmbedMixin, EMATargetMixin, BaseSelfSupervisor):
         return self.backbone, self.neck
 
     def _encode(self, views: List[Tensor], mask_ratio: float) -> Tensor:
-        """Online backbone + neck on same-size views in one forward.
-
-        Args:
-            views: List of V tensors of shape (B, C, H, W).
-            mask_ratio: Patch-drop ratio.
-
-        Returns:
-            Tensor of shape (V * B, D), view-major.
-        """
+        """Online backbone + neck on V same-size views (B, C, H, W) in one
+        forward: (V * B, D), view-major."""
         x = torch.cat(views)
         feats = self.backbone(x, mask_ratio=mask_ratio) \
             if mask_ratio > 0 else self.backbone(x)
@@ -124,12 +107,9 @@ class PMSN(PrototypeEmbedMixin, EMATargetMixin, BaseSelfSupervisor):
 
     def train_step(self, data: Union[dict, tuple, list],
                    optim_wrapper: OptimWrapper) -> Dict[str, Tensor]:
-        """One training step: the views (the data pre-processor), the loss
-        (:meth:`loss`), the parameter update. mmengine's
-        ``BaseModel.train_step`` with the update run eagerly, so that
-        ``compile=True`` compiles the rest
-        (:func:`~pmsn_mm.models.utils.update_params_eagerly`); the EMA
-        target follows after the step (``TargetEMAHook``).
+        """mmengine's ``BaseModel.train_step`` with the parameter update
+        run eagerly, so that ``compile=True`` compiles the rest
+        (:func:`~pmsn_mm.models.utils.update_params_eagerly`).
 
         Args:
             data: A batch from the dataloader.
@@ -150,14 +130,13 @@ class PMSN(PrototypeEmbedMixin, EMATargetMixin, BaseSelfSupervisor):
         """PMSN loss of a batch of multi-view inputs.
 
         Args:
-            inputs: ``1 + R + F`` tensors of shape (B, C, H, W): the target
-                view, R random views, F focal views.
+            inputs: ``1 + R + F`` views (B, C, H, W): target, random, focal.
             data_samples: Unused (self-supervised).
 
         Returns:
-            Losses (``loss_*``) and statistics of :class:`PMSNLoss`, plus
-            ``target_momentum``, the momentum of the target update that
-            follows this step (a float64 CPU tensor: no device read).
+            Losses and statistics of :class:`PMSNLoss`, plus
+            ``target_momentum`` of the coming target update (a float64 CPU
+            tensor: no device read).
         """
         self.check_target_updated()
         if not isinstance(inputs, (list, tuple)) or \

@@ -17,18 +17,11 @@ EMBED_STAGES = ('backbone', 'neck', 'probs')
 class PrototypeEmbedMixin:
     """``extract_feat`` for each stage of a prototype model.
 
-    The one public way to embed images (the evaluation, the hooks, the
-    apis and the analysis tools call it): ``'backbone'`` is the last
-    backbone output as a vector (the CLS token, or the mean of a feature
-    map), ``'neck'`` the projector embedding compared with the prototypes
-    and ``'probs'`` the head's prototype probabilities of that embedding
-    (PMSN: ``head.probabilities``; PSwAV: SwAV's predicted assignments
-    ``softmax(z @ W.T / temperature)``). ``target=True`` uses the EMA
-    target encoder of models that have one (PMSN).
-
-    Models set ``backbone``, ``neck`` and ``head`` and may override
-    :meth:`encoder` (target encoder), :meth:`project` (how the neck maps
-    pooled backbone features) and :meth:`prototype_probabilities`.
+    The one public way to embed images: ``'backbone'`` (the last backbone
+    output as a vector), ``'neck'`` (the projector embedding) or
+    ``'probs'`` (the head's prototype probabilities); ``target=True`` uses
+    the EMA target encoder. Models may override :meth:`encoder`,
+    :meth:`project` and :meth:`prototype_probabilities`.
     """
 
     # set by the models this class is mixed into
@@ -78,8 +71,7 @@ class PrototypeEmbedMixin:
               inputs: Tensor,
               target: bool = False,
               stages: Sequence[str] = EMBED_STAGES) -> Dict[str, Tensor]:
-        """Embeddings of pre-processed images at several stages, from one
-        forward pass (up to the last stage asked for).
+        """Embeddings of pre-processed images at several stages, in one pass.
 
         Args:
             inputs: Tensor of shape (B, C, H, W), pre-processed.
@@ -87,8 +79,8 @@ class PrototypeEmbedMixin:
             stages: Any of :data:`EMBED_STAGES`.
 
         Returns:
-            ``{stage: Tensor}`` for the stages asked for: ``backbone`` (B, C),
-            ``neck`` (B, D), ``probs`` (B, K).
+            ``{stage: Tensor}``: ``backbone`` (B, C), ``neck`` (B, D),
+            ``probs`` (B, K).
         """
         for stage in stages:
             check_choice('stage', stage, EMBED_STAGES)
@@ -109,8 +101,7 @@ class PrototypeEmbedMixin:
 
         Args:
             inputs: Tensor of shape (B, C, H, W), pre-processed.
-            stage: ``'backbone'``, ``'neck'`` or ``'probs'``.
-                Defaults to ``'backbone'``.
+            stage: ``'backbone'`` (default), ``'neck'`` or ``'probs'``.
             target: Use the EMA target encoder. Defaults to False.
 
         Returns:

@@ -23,14 +23,9 @@ class PSwAV(PrototypeEmbedMixin, SwAV):
     Assran et al., ICLR 2023, arXiv:2210.07277, eq. (8) with
     ``P 1_N = N * prior`` instead of ``N / K`` (a uniform prior is SwAV).
 
-    Changes to mmpretrain's ``SwAV``: the head returns a dict of losses and
-    statistics, passed on as the loss dict; the crops are grouped by
-    resolution from their shapes on the host (mmpretrain builds a tensor of
-    the sizes and reads it back element by element); and embeddings of
-    every stage come from :meth:`extract_feat` / :meth:`embed`
-    (:class:`~pmsn_mm.models.selfsup.PrototypeEmbedMixin`; ``'neck'`` is
-    ``SwAVNeck``'s L2-normalised projection of the pooled backbone output,
-    ``'probs'`` SwAV's predicted assignments).
+    Unlike mmpretrain's ``SwAV``, crops are grouped by resolution from
+    host-side shapes (no device read-back), and every stage embeds through
+    :class:`~pmsn_mm.models.selfsup.PrototypeEmbedMixin`.
 
     Args:
         See mmpretrain's ``SwAV`` / ``BaseSelfSupervisor``.
@@ -71,8 +66,7 @@ class PSwAV(PrototypeEmbedMixin, SwAV):
         """SwAV's multi-crop forward, then the head's loss.
 
         Args:
-            inputs: Crops, grouped by resolution (``num_crops`` order), each
-                of shape (B, C, H, W).
+            inputs: Crops (B, C, H, W), grouped by resolution (``num_crops``).
             data_samples: Unused (self-supervised).
 
         Returns:

@@ -13,17 +13,15 @@ from torch import Tensor
 def positive_negative_index(batch_size: int,
                             device: torch.device) -> Tuple[Tensor, Tensor]:
     """Column indices of the positive and the negatives of every row of
-    SimCLR's (2N, 2N) similarity matrix (the two views of sample ``k`` in
-    rows ``2k`` and ``2k + 1``).
+    SimCLR's (2N, 2N) similarity matrix (sample ``k``: rows ``2k``, ``2k+1``).
 
     Args:
         batch_size: N, the (global) number of samples.
         device: Where the indices go.
 
     Returns:
-        ``(positive, negatives)``: Long tensors of shape (2N, 1) (the other
-        view of the row's sample) and (2N, 2N - 2) (every other column, in
-        order), made with ``arange``: no host sync.
+        ``(positive, negatives)``: Long tensors (2N, 1) and (2N, 2N - 2)
+        (every other column, in order), from ``arange``: no host sync.
     """
     rows = torch.arange(2 * batch_size, device=device)
     positive = torch.bitwise_xor(rows, 1).unsqueeze(1)
@@ -38,12 +36,8 @@ class SyncFreeSimCLR(SimCLR):
     """SimCLR (`arXiv:2002.05709 <https://arxiv.org/abs/2002.05709>`_) with
     mmpretrain's loss, its positives and negatives gathered by index.
 
-    mmpretrain's ``loss`` selects them with ``torch.masked_select`` (an
-    output whose size depends on device values: two host syncs per step);
-    here ``gather`` with :func:`positive_negative_index` picks the same
-    entries in the same order. mmpretrain's ``'SimCLR'`` stays registered
-    as it is; a config opts in with ``model=dict(type='SyncFreeSimCLR',
-    ...)``.
+    mmpretrain's ``torch.masked_select`` costs two host syncs per step;
+    ``gather`` with :func:`positive_negative_index` picks the same entries.
 
     Args:
         See mmpretrain's ``SimCLR`` / ``BaseSelfSupervisor``.
@@ -76,14 +70,9 @@ class SyncFreeSimCLR(SimCLR):
         return dict(loss=loss)
 
     def _head_loss(self, pos: Tensor, neg: Tensor) -> Tensor:
-        """``ContrastiveHead.loss`` with its all-zero labels made on the
-        device (mmpretrain's builds them on the host and uploads them: one
-        blocking copy per step); any other head's own ``loss``.
-
-        Args:
-            pos: Tensor of shape (2N, 1), the positive similarities.
-            neg: Tensor of shape (2N, 2N - 2), the negative ones.
-        """
+        """``ContrastiveHead.loss`` of ``pos`` (2N, 1) and ``neg`` (2N, 2N -
+        2) with its all-zero labels made on the device (mmpretrain uploads
+        them: a blocking copy per step); any other head's own ``loss``."""
         if not isinstance(self.head, ContrastiveHead):
             return self.head.loss(pos, neg)
         logits = torch.cat((pos, neg), dim=1) / self.head.temperature

@@ -12,12 +12,9 @@ class VICReg(BaseSelfSupervisor):
     """VICReg (Bardes et al., ICLR 2022), as in the official
     ``VICReg.forward`` (facebookresearch/vicreg, ``main_vicreg.py``).
 
-    Both views go through the same backbone and expander in two separate
-    forwards (BatchNorm sees one view at a time, as officially), and
-    :class:`VICRegLoss` compares the embeddings. Paper §4 uses it as a
-    joint-embedding method with a hidden uniform cluster prior. The
-    official expander (``--mlp 8192-8192-8192``) is mmpretrain's
-    ``NonLinearNeck``::
+    Both views go through backbone and expander in separate forwards
+    (BatchNorm sees one view at a time); :class:`VICRegLoss` compares them.
+    The official expander (``--mlp 8192-8192-8192``) is::
 
         neck=dict(type='NonLinearNeck', in_channels=2048, hid_channels=8192,
                   out_channels=8192, num_layers=3, with_bias=True,
@@ -31,8 +28,7 @@ class VICReg(BaseSelfSupervisor):
         backbone: Backbone config, e.g. ResNet-50.
         neck: Expander config, e.g. the ``NonLinearNeck`` above.
         loss: Loss config. Defaults to ``dict(type='VICRegLoss')``.
-        **kwargs: ``BaseSelfSupervisor`` arguments (``data_preprocessor``,
-            ``init_cfg``, ...).
+        **kwargs: ``BaseSelfSupervisor`` arguments (``init_cfg``, ...).
     """
 
     def __init__(self,

@@ -24,11 +24,8 @@ def autocast_off(device_type: str) -> Iterator[None]:
     """Leave an enclosing ``torch.autocast`` region of ``device_type``.
 
     :func:`upcast` alone does not keep a computation in float32 under
-    autocast: autocast casts the inputs of a matmul back to the low dtype,
-    and on the CPU (bfloat16) ``softmax``/``log_softmax`` run in the low
-    dtype too. Inside this context, upcast tensors stay float32 (autocast
-    is disabled for ``device_type`` only; outside autocast it changes
-    nothing).
+    autocast (matmul inputs are cast back down; on the CPU softmax too);
+    inside this context upcast tensors stay float32.
 
     Args:
         device_type: ``'cpu'``, ``'cuda'``, ... (``tensor.device.type``).

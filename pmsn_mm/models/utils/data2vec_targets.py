@@ -1,11 +1,9 @@
 """data2vec regression targets: the normalised average of top teacher blocks.
 
-Behaviour of ``train_one_epoch`` in the official data2vec vision code
-(facebookresearch/data2vec_vision, ``beit/engine_for_cyclical.py``): each
-chosen block output (patch tokens only) is normalised, the normalised outputs
-are averaged, and the average is normalised again. The released ViT-B command
-uses parameter-free layer norm for both steps (``target_layer_norm_last``,
-its default, and ``--post_target_layer_norm``).
+As official data2vec vision's ``train_one_epoch``
+(``beit/engine_for_cyclical.py``): each chosen block output (patch tokens)
+is normalised, averaged, and the average normalised again (parameter-free
+layer norm both times in the released ViT-B command).
 """
 from typing import Optional, Sequence, cast
 
@@ -50,8 +48,7 @@ def average_layer_targets(layer_outputs: Sequence[Tensor],
     Args:
         layer_outputs: L >= 1 tensors of shape (B, N, C), the teacher's
             chosen block outputs (patch tokens, without the class token).
-        layer_norm: Normalisation of each block output, one of
-            :data:`TARGET_NORMS`. Defaults to ``'layer'``.
+        layer_norm: Of each block output (:data:`TARGET_NORMS`); ``'layer'``.
         post_norm: Normalisation of the average. Defaults to ``'layer'``.
 
     Returns:

@@ -1,9 +1,7 @@
 """Differentiable collectives for losses whose statistics span ranks.
 
-``mmengine.dist`` provides the no-gradient collectives (``all_reduce``,
-``all_gather``, ``get_world_size``); these two add the backward passes the
-global-batch losses need. Both are the identity (same tensor, same graph)
-when not distributed or with world size 1.
+``mmengine.dist``'s collectives have no gradient; these two add the backward
+passes the global-batch losses need (the identity with world size 1).
 
 Kept instead of ``torch.distributed.nn.functional.all_reduce``/``all_gather``:
 deprecated (a FutureWarning every call in torch 2.15), they raise under
@@ -36,17 +34,10 @@ def all_reduce_mean_with_grad(x: Tensor) -> Tensor:
 
     Forward: ``y = (1 / W) * sum_r x_r`` (the same ``y`` on every rank).
 
-    Backward: the gradient sent to ``x_r`` is the all-reduce mean of the
-    incoming gradients ``g_s = dL_s / dy`` of the per-rank losses ``L_s``.
-    This is the exact gradient of the global objective under DDP: DDP
-    optimises ``J = (1 / W) * sum_s L_s`` by averaging per-rank parameter
-    gradients, and ``dJ / dx_r = (1 / W) * sum_s g_s * dy / dx_r
-    = (1 / W) * mean_s(g_s)``; the leading ``1 / W`` is supplied by DDP's
-    gradient averaging, so each rank must back-propagate ``mean_s(g_s)``.
-    (The official MSN ``AllReduce`` back-propagates ``g_r`` unchanged, which
-    agrees only when all ranks' incoming gradients are identical.)
-
-    Assumes every rank contributes a tensor of the same shape.
+    Backward: the all-reduce mean of ``g_s = dL_s / dy``, exact under DDP
+    (``dJ / dx_r = (1 / W) mean_s(g_s)`` for ``J = (1 / W) sum_s L_s``, DDP
+    supplying the ``1 / W``; official MSN's ``AllReduce`` passes ``g_r``).
+    Every rank contributes a tensor of the same shape.
 
     Args:
         x: Tensor of any shape, e.g. the per-rank mean probabilities (K,).
@@ -85,11 +76,9 @@ def all_gather_with_grad(x: Tensor) -> Tensor:
     Forward: ``y = cat_r(x_r)``, rank ``r``'s rows at
     ``[r * N:(r + 1) * N]`` (the same ``y`` on every rank).
 
-    Backward: rank ``r`` receives ``sum_s dL_s / dy[rows of r]``, the sum of
-    all ranks' incoming gradients on its rows. DDP averages parameter
-    gradients, i.e. optimises ``J = (1 / W) * sum_s L_s``; since
-    ``dJ / dx_r = (1 / W) * sum_s dL_s / dx_r``, summing here and averaging in
-    DDP gives the exact gradient of ``J`` (as the official VICReg does).
+    Backward: rank ``r`` receives ``sum_s dL_s / dy[rows of r]``; with
+    DDP's averaging that is the exact gradient of ``J = (1 / W) sum_s L_s``
+    (as the official VICReg).
 
     Args:
         x: Tensor of shape (N, ...), the same shape on every rank.

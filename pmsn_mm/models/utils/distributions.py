@@ -12,8 +12,7 @@ from torch import Tensor
 def sharpen(probs: Tensor, temperature: float) -> Tensor:
     """MSN sharpening ``p ** (1 / T) / sum_k p_k ** (1 / T)``, per row.
 
-    Computed as ``softmax(log(p) / T)`` (same value, no underflow of the
-    powers).
+    Computed as ``softmax(log(p) / T)`` (no underflow of the powers).
 
     Args:
         probs: Tensor of shape (N, K), rows are probability vectors.
@@ -28,10 +27,8 @@ def sharpen(probs: Tensor, temperature: float) -> Tensor:
 def kl_divergence(p: Tensor, q: Tensor) -> Tensor:
     """``KL(p || q) = sum_k p_k (log p_k - log q_k)`` with a tiny floor.
 
-    Inside the logs only, both arguments are floored at
-    ``torch.finfo(dtype).tiny`` so that an empty entry (``p_k = 0`` or
-    ``q_k = 0``) gives a finite value and finite gradients: ``0 * log(tiny)
-    = 0``. No other clamping.
+    Inside the logs only, both are floored at ``torch.finfo(dtype).tiny``,
+    so an empty entry gives finite values and gradients.
 
     Args:
         p: Tensor of shape (K,), a probability vector.

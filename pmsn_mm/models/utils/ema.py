@@ -27,13 +27,9 @@ class LinearMomentumEMA(ExponentialMovingAverage):
 
         m_t = m_0 + (m_{end} - m_0) \min(1, t / (s \cdot T))
 
-    where ``t`` is the number of updates so far (:attr:`num_updates`, saved
-    in the ``steps`` buffer), ``T`` the number of training iterations (from
-    the message hub unless ``max_iters`` is given) and ``s`` the stretch of
-    the schedule. Official MSN (``msn_train.py``): the target starts as a
-    copy of the online model (:meth:`sync_from`) and its momentum goes
-    0.996 -> 1.0 over ``s = 1.25`` times the run. Unlike mmengine's EMA the
-    first update averages too (the copy is :meth:`sync_from`'s job).
+    with ``t`` the updates so far (the ``steps`` buffer), ``T`` the training
+    iterations and ``s`` the stretch (official MSN: 0.996 -> 1.0 over 1.25
+    runs). The first update averages too (the copy is :meth:`sync_from`'s).
 
     Args:
         model: The online model to average.
@@ -126,14 +122,7 @@ class LinearMomentumEMA(ExponentialMovingAverage):
 
     def _load_from_state_dict(self, state_dict: dict, prefix: str, *args,
                               **kwargs) -> None:
-        """Load as ``nn.Module`` does, then re-read ``steps`` on next use.
-
-        Args:
-            state_dict: The state dict being loaded.
-            prefix: This module's key prefix in it.
-            *args: The other arguments of ``nn.Module._load_from_state_dict``.
-            **kwargs: Its keyword arguments.
-        """
+        """Load as ``nn.Module`` does, then re-read ``steps`` on next use."""
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         self._num_updates = None  # resynchronised from the loaded buffer
 
@@ -142,11 +131,9 @@ class LinearMomentumEMA(ExponentialMovingAverage):
         """Average ``model`` in with the scheduled momentum of this update,
         ``m_t`` for ``t = steps``, then count it.
 
-        mmengine's ``update_parameters`` except that update 0 averages too
-        and all tensors are updated together (one ``_foreach_lerp_``, the
-        same ``lerp`` as :meth:`avg_func`; one ``_foreach_copy_`` for the
-        buffers): a few kernel launches and no host sync. Same average as
-        official MSN's per-parameter ``mul_(m).add_((1 - m) * q)``.
+        mmengine's ``update_parameters``, but update 0 averages too and all
+        tensors go together (``_foreach_lerp_``, ``_foreach_copy_``): no
+        host sync, the same average as official MSN's.
 
         Args:
             model: The online model.
@@ -195,12 +182,12 @@ class LinearMomentumEMA(ExponentialMovingAverage):
 class EMATargetMixin:
     """An algorithm with an EMA target encoder updated as official MSN does.
 
-    The algorithm sets ``self.target_net`` (a :class:`LinearMomentumEMA`)
-    and implements :meth:`ema_source`. :meth:`init_weights` copies the
-    online weights into the target; :class:`~pmsn_mm.engine.hooks.TargetEMAHook`
-    calls :meth:`update_target` after every step; ``loss`` calls
-    :meth:`check_target_updated` first and :meth:`mark_target_update_due`
-    last, so a step after one without target update is refused.
+    The algorithm sets ``self.target_net`` (a :class:`LinearMomentumEMA`) and
+    implements :meth:`ema_source`. :meth:`init_weights` copies the online
+    weights into the target; :class:`~pmsn_mm.engine.hooks.TargetEMAHook` calls
+    :meth:`update_target` after every step; ``loss`` calls
+    :meth:`check_target_updated` first and :meth:`mark_target_update_due` last,
+    so a step after one without target update is refused.
     """
 
     _target_update_due = False
@@ -213,8 +200,7 @@ class EMATargetMixin:
         raise NotImplementedError
 
     def init_weights(self) -> None:
-        """Initialise (``init_cfg``), then copy the online weights into the
-        target."""
+        """Initialise, then copy the online weights into the target."""
         # the algorithm's base (mmengine's BaseModule) has init_weights
         cast(Any, super()).init_weights()
         self.target_net.sync_from(self.ema_source())
@@ -230,8 +216,7 @@ class EMATargetMixin:
         return 1.0 - self.target_net.momentum_at(self.target_net.num_updates)
 
     def check_target_updated(self) -> None:
-        """Refuse a training step whose previous step left the target
-        without its update."""
+        """Refuse a step whose previous one left the target without update."""
         if self.training and self._target_update_due:
             raise RuntimeError(
                 f'{type(self).__name__}: the EMA target was not updated after '

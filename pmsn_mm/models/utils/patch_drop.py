@@ -1,6 +1,5 @@
 """MSN patch-drop: keep the extra (class) tokens and a random subset of the
-patch tokens, after the position embedding (pure functions and a thin
-module, as timm's ``PatchDropout``).
+patch tokens, after the position embedding.
 
 Kept instead of ``timm.layers.PatchDropout``: it draws from the global RNG
 (no ``generator``), is a no-op in eval mode and keeps 1 patch where we raise.
@@ -52,11 +51,9 @@ def _untraced_draw() -> Callable[..., Tensor]:
     """:func:`_draw_keep_indices` (global generator) as an operator that
     ``torch.compile`` does not trace.
 
-    A custom operator: one opaque node in the graph, sized by its fake
-    kernel (symbolic sizes included), that the compiled code runs eagerly;
-    no graph break. Tagged as seeded random, so the compiler never merges
-    two draws or recomputes one. Where custom operators take no tags
-    (torch < 2.8): ``torch.compiler.disable``, a graph break at the call.
+    A custom operator tagged as seeded random (never merged or
+    recomputed); before torch 2.8 (no tags) ``torch.compiler.disable``, a
+    graph break at the call.
     """
 
     def draw(batch_size: int, num_tokens: int, num_keep: int,
@@ -91,13 +88,9 @@ def random_keep_indices(batch_size: int,
                         generator: Optional[torch.Generator] = None) -> Tensor:
     """Draw ``num_keep`` distinct token indices per sample, independently.
 
-    Indices are the first ``num_keep`` of the argsort of uniform noise, then
-    sorted so kept tokens keep their original order. Under ``torch.compile``
-    the draw is not traced (an opaque operator, no graph break): the
-    compiled step draws the same numbers from torch's generator as the eager
-    one, with concrete sizes (inductor's own random numbers would bypass
-    the generator's resumed state, and tracing ``torch.rand`` with the
-    symbolic sizes of a second resolution failed on torch 2.11 / CUDA).
+    The first ``num_keep`` of the argsort of uniform noise, sorted; an
+    opaque operator under ``torch.compile``, so compiled and eager steps
+    draw the same numbers from torch's (resumable) generator.
 
     Args:
         batch_size: B.
@@ -128,8 +121,7 @@ def drop_patch_tokens(tokens: Tensor,
         generator: Optional ``torch.Generator`` on ``tokens.device``.
 
     Returns:
-        Tensor of shape (B, num_extra_tokens + num_keep, C); the extra tokens
-        stay first.
+        Tensor (B, num_extra_tokens + num_keep, C), extra tokens first.
     """
     batch_size, _, channels = tokens.shape
     extra = tokens[:, :num_extra_tokens]
@@ -144,14 +136,12 @@ def drop_patch_tokens(tokens: Tensor,
 class PatchDrop(nn.Module):
     """Token-dropping layer of :class:`~pmsn_mm.models.backbones.MSNViT`.
 
-    Identity while ``mask_ratio == 0`` (no random numbers drawn); otherwise
-    :func:`drop_patch_tokens` with ``floor(N * (1 - mask_ratio))`` kept
-    patches. The backbone sets ``mask_ratio`` (and ``generator``) for the
-    duration of one forward. No parameters or buffers.
+    Identity while ``mask_ratio == 0``; otherwise :func:`drop_patch_tokens`
+    keeping ``floor(N * (1 - mask_ratio))`` patches. The backbone sets
+    ``mask_ratio`` (and ``generator``) for one forward. No parameters.
 
     Args:
-        num_extra_tokens: Leading tokens that are always kept (the class
-            token), >= 0.
+        num_extra_tokens: Leading tokens always kept (class token), >= 0.
     """
 
     def __init__(self, num_extra_tokens: int = 1) -> None:

@@ -62,26 +62,18 @@ def distributed_sinkhorn(probs: Tensor,
     once converged, column ``k`` to ``B * col_marginal[k]``: the projection
     onto the constraint set of Assran et al., ICLR 2023, arXiv:2210.07277,
     eq. (8), ``P 1_N = N * prior`` (eq. (8) states the uniform case; eq. (7)
-    with ``N_k = N * prior_k``). Prototype sums are all-reduced, so the
-    result equals single-process Sinkhorn on the whole batch (ranks hold
-    equal batches). With ``col_marginal=None`` this is exactly official
-    MSN's ``distributed_sinkhorn`` (and SwAV's on ``exp(scores / eps)``).
-
-    Kept instead of mmpretrain's ``swav_loss.distributed_sinkhorn``: it
-    all-reduces the prototype sums only when one is zero (after adding
-    ``1e-12``), so with several ranks its marginals are per-rank, not global.
+    with ``N_k = N * prior_k``). Prototype sums are all-reduced (equal to
+    single-process Sinkhorn on the whole batch); ``col_marginal=None`` is
+    official MSN's ``distributed_sinkhorn``. Kept instead of mmpretrain's,
+    whose marginals are per-rank with several ranks.
 
     Args:
-        probs: Tensor of shape (B_local, K), non-negative, e.g. sharpened
-            target probabilities or ``exp(scores / epsilon)``; every
-            prototype needs positive total mass over the global batch
-            (checked once, on the first iteration). Not modified.
+        probs: Tensor of shape (B_local, K), non-negative (e.g. sharpened
+            targets); every prototype needs positive global mass. Not modified.
         num_iters: Number of Sinkhorn iterations, >= 1. Defaults to 3.
-        col_marginal: Tensor of shape (K,): the target share of each
-            prototype, all entries > 0, summing to 1 (within
-            ``MARGINAL_SUM_TOL``; it is then divided by its sum). None
-            balances towards uniform ``1 / K`` with the official code's
-            arithmetic. Defaults to None.
+        col_marginal: Tensor of shape (K,): each prototype's target
+            share, > 0, summing to 1 (within ``MARGINAL_SUM_TOL``). None:
+            uniform, with the official code's arithmetic. Defaults to None.
         validate: Check the values of ``col_marginal`` and the prototype
             masses (``ValueError`` instead of a NaN output; host syncs, so
             the losses pass False in training steps). Shapes are always

@@ -1,14 +1,9 @@
 """The view augmentations of ``BatchAugmentPreprocessor`` on the device,
 one unit each: the random numbers each reads and how it applies itself to
-a batch of views.
-
-Each unit subclasses its settings (:mod:`pmsn_mm.views`: the settings of a
-view group, their defaults and checks and the recipe-table rows, one unit
-each, pure Python so that the data pipeline reads them without the
-models); :data:`AUGMENTS` lists the units in the order of
-:data:`pmsn_mm.views.SETTINGS`, the order the pre-processor applies them
-(its ``augments``). A new augmentation is its settings unit in
-``pmsn_mm/views/`` and its device unit here, each listed once.
+a batch of views. Each subclasses its settings unit of :mod:`pmsn_mm.views`;
+:data:`AUGMENTS` lists them in the order of :data:`pmsn_mm.views.SETTINGS`.
+A new augmentation is its settings unit in ``pmsn_mm/views/`` and its
+device unit here, each listed once.
 """
 from typing import Sequence, Tuple
 
@@ -20,9 +15,8 @@ from .crop import CropResizeFlip, crop_corners, crop_resize, replicate_edges
 from .grayscale import Grayscale, random_grayscale
 from .solarize import Solarize, solarize
 
-#: The augmentations of a view group, in the order they are applied (the
-#: crop first: it makes the views); each subclasses the unit of
-#: :data:`pmsn_mm.views.SETTINGS` in its place.
+#: The augmentations of a view group, in order; each subclasses the unit
+#: of :data:`pmsn_mm.views.SETTINGS` in its place.
 AUGMENTS: Tuple[ViewAugment, ...] = (CropResizeFlip(), ColorJitterView(),
                                      Grayscale(), GaussianBlurView(),
                                      Solarize())

@@ -1,20 +1,12 @@
 """What one view augmentation is on the device: the random numbers it reads
-and how it applies itself to a batch of views (its settings, their
-defaults and checks and its recipe-table rows are its
+and how it applies itself to a batch of views (its settings are its
 :class:`~pmsn_mm.views.base.ViewSettings`, in ``pmsn_mm/views/``).
-
-A view group (``BatchAugmentPreprocessor(views=[...])``) is ``num_views``
-random views of every image with the same augmentations. Each augmentation
-(crop + resize + flip, colour jitter, grayscale, blur, solarize) is one
-:class:`ViewAugment` in a file of its own; the pre-processor runs them in
-the order of :data:`~pmsn_mm.models.data_preprocessors.views.AUGMENTS`.
 
 Random numbers: a group draws one tensor of uniforms of shape
 ``(views * images, width)`` (one call), and each augmentation reads its own
-:attr:`ViewAugment.columns` of it (the layout is fixed, so that a seed
-gives the views it always gave); an augmentation may draw more in
-:meth:`ViewAugment.draw`, which runs for every augmentation, in order,
-before that shared draw.
+:attr:`ViewAugment.columns` of it (a fixed layout, so that a seed gives the
+views it always gave); :meth:`ViewAugment.draw` may draw more, before that
+shared draw.
 """
 from dataclasses import dataclass, field
 from typing import (Any, Callable, ClassVar, Dict, Hashable, Optional, Tuple,
@@ -33,9 +25,8 @@ def device_constant(key: Hashable, device: Union[str, torch.device],
                     dtype: torch.dtype = torch.float32) -> Tensor:
     """A small constant tensor on ``device``, built once and cached.
 
-    The first call per ``(key, device)`` uploads ``build()`` (a nested list
-    or a CPU tensor); later calls return the cached tensor: no host-to-device
-    copy per step.
+    The first call per ``(key, device)`` uploads ``build()``; later calls
+    return the cached tensor (no host-to-device copy per step).
 
     Args:
         key: Hashable name of the constant, unique to its values.
@@ -74,8 +65,7 @@ class ViewDraws:
             group's shared draw (set after every :meth:`ViewAugment.draw`).
         extra: What augmentations drew for themselves, by name.
         coin_probs: Column -> probability of every augmentation's coin
-            (:attr:`ViewAugment.coin_prob`); contiguous columns are compared
-            with their probabilities in one op, once per group.
+            (:attr:`ViewAugment.coin_prob`), compared in one op per group.
     """
     num: int
     views: int
@@ -122,8 +112,7 @@ class ViewDraws:
 
 class ViewAugment(ViewSettings):
     """One augmentation of a view group on the device: a subclass of its
-    settings (:class:`~pmsn_mm.views.base.ViewSettings`, in
-    ``pmsn_mm/views/``) in a file of its own, listed in
+    :class:`~pmsn_mm.views.base.ViewSettings`, listed in
     :data:`~pmsn_mm.models.data_preprocessors.views.AUGMENTS`.
 
     Attributes:
@@ -149,9 +138,8 @@ class ViewAugment(ViewSettings):
         """Apply itself to the views.
 
         Args:
-            images: Float tensor in [0, 255]: the views, shape
-                (V * N, C, h, w) (the first augmentation, the crop, gets the
-                batch of shape (N, C, H, W) and returns the views).
+            images: Float tensor in [0, 255]: the views (V * N, C, h, w)
+                (the crop gets the batch (N, C, H, W) and makes the views).
             group: The checked group.
             draws: The group's draws.
 

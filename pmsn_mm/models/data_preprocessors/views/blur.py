@@ -16,10 +16,8 @@ from .base import ViewAugment, ViewDraws, device_constant
 
 def box_blur_radius(sigma: Tensor, passes: int = 3) -> Tensor:
     """Radius of the box blur that, applied ``passes`` times, has the
-    variance of a Gaussian of standard deviation ``sigma``: PIL's
-    ``_gaussian_blur_radius`` (the extended box of Gwosdek et al., 2011:
-    weight 1 within ``floor(r)`` pixels of the centre, ``r - floor(r)`` at
-    ``floor(r) + 1``).
+    variance of a Gaussian of std ``sigma``: PIL's ``_gaussian_blur_radius``
+    (the extended box of Gwosdek et al., 2011).
 
     Args:
         sigma: Float tensor of any shape, > 0.
@@ -48,17 +46,9 @@ def gaussian_blur(images: Tensor,
     """Gaussian-blur the masked images, each with its own sigma, as PIL's
     ``ImageFilter.GaussianBlur(radius=sigma)`` (the blur of official MSN
     and of mmpretrain's ``GaussianBlur``): ``passes`` extended box blurs of
-    :func:`box_blur_radius` along each axis, each pass with replicated
-    borders. (A sampled Gaussian kernel of the same sigma has a variance
-    well short of sigma ** 2 for sigma < ~0.5 and barely blurs below ~0.3.)
-
-    A pass along both axes with replicated borders is one 2-D convolution
-    of the outer product of the box with itself after a 2-D replicate pad
-    (clamping is separable), and PIL's horizontal and vertical passes
-    commute, so the blur is ``passes`` grouped 2-D convolutions, one kernel
-    per image (the channels of the batch as its batch). Every image runs
-    through them (the unmasked ones with radius 0, the identity), so
-    nothing waits on the mask.
+    :func:`box_blur_radius` along each axis with replicated borders (a
+    sampled Gaussian falls short of sigma ** 2 below ~0.5), each pass one
+    grouped convolution; unmasked images run with radius 0 (no sync).
 
     Args:
         images: Float tensor of shape (B, C, H, W).

@@ -32,11 +32,9 @@ def color_params(uniforms: Tensor,
                  prob: float = 1.0) -> Dict[str, Any]:
     """Per-image parameters of :func:`color_jitter` from uniforms.
 
-    As torchvision's and mmpretrain's ``ColorJitter`` inside a
-    ``RandomApply(prob)``: brightness, contrast and saturation factors
-    uniform in ``[max(0, 1 - s), 1 + s]``, hue uniform in ``[-hue, hue]``
-    (:func:`~pmsn_mm.views.color_jitter.jitter_range`), the order of the
-    four a uniform random permutation; per image.
+    As torchvision's ``ColorJitter`` in a ``RandomApply(prob)``: factors
+    uniform in :func:`~pmsn_mm.views.color_jitter.jitter_range`, in a
+    uniform random order, per image.
 
     Args:
         uniforms: Tensor of shape (num, 9), uniform in [0, 1): whether to
@@ -116,12 +114,10 @@ def _blend_tables(enabled: Tuple[bool, ...],
                   channels: int) -> Dict[str, Tensor]:
     """Host-side tables of :func:`color_jitter`'s blend slots.
 
-    Each blend is ``x -> clamp(M x + C mean(x))`` with 3 x 3 (C x C)
-    matrices affine in the image's factor ``f``: brightness ``M = f I``;
-    contrast ``M = f I``, ``C = (1 - f) G``; saturation ``M = f I + (1 - f)
-    G``; identity ``M = I``; ``G`` maps a colour to its grey on every
-    channel (``G[c] = LUMA``; for C != 3, the mean over channels). So
-    ``M = A + f B`` per slot and order code.
+    Each blend is ``x -> clamp(M x + C mean(x))``, matrices affine in the
+    factor ``f``: brightness ``M = f I``; contrast ``M = f I``, ``C = (1 -
+    f) G``; saturation ``M = f I + (1 - f) G`` (``G[c] = LUMA``, the grey);
+    so ``M = A + f B`` per slot and order code.
 
     Returns:
         ``column`` (slots, 256) long: the factor of each slot; ``a`` and
@@ -159,11 +155,10 @@ def rotate_hue(images: Tensor,
     """Rotate the hue of RGB images in HSV, each image by its own amount
     (value and saturation kept).
 
-    The HSV round trip in closed form: with ``V = max``, ``C = max - min``
-    and the hue ``h`` in sextants, channel ``n`` (5 red, 3 green, 1 blue)
-    is ``V - C * clamp(min(k, 4 - k), 0, 1)`` for ``k = (n + h') mod 6``,
-    ``h'`` the rotated hue (same sextant tie-breaking as kornia and PIL:
-    red, then green).
+    The HSV round trip in closed form: with ``V = max``, ``C = max - min`` and
+    the hue ``h`` in sextants, channel ``n`` (5 red, 3 green, 1 blue) is ``V -
+    C * clamp(min(k, 4 - k), 0, 1)`` for ``k = (n + h') mod 6``, ``h'`` the
+    rotated hue (same sextant tie-breaking as kornia and PIL: red, then green).
 
     ``pil=False``: torchvision's tensor ``adjust_hue`` (``h' = h + turns``).
     ``pil=True``: its ``adjust_hue`` of a PIL image (official MSN): the hue
@@ -172,8 +167,7 @@ def rotate_hue(images: Tensor,
     value and saturation stay floats here (PIL: 8 bits).
 
     Args:
-        images: Float tensor of shape (B, 3, ...) (any trailing dims), in
-            any range.
+        images: Float tensor of shape (B, 3, ...), in any range.
         turns: Float tensor of shape (B,): the rotation, a fraction of a
             turn (hue factor of ``ColorJitter``).
         pil: Whether to rotate on PIL's 8-bit hue circle.
@@ -210,21 +204,16 @@ def rotate_hue(images: Tensor,
 def color_jitter(images: Tensor, params: Dict[str, Any]) -> Tensor:
     """Brightness, contrast, saturation and hue, in each image's order.
 
-    torchvision's ``ColorJitter`` formulas in each image's own ``order``
-    (hue: :func:`rotate_hue` with ``pil=True``), clipped to [0, 255] after
-    every step (the per-sample transforms also round to 8 bits). A fixed
-    sequence of ops, no host sync: each blend is one batched colour matrix
-    and grey-mean offset per image (``baddbmm``), looked up from the
-    image's order; with hue, the blends before each image's hue step run
-    first, then the rotation, then the rest. Images not jittered come back
-    bit for bit.
+    torchvision's ``ColorJitter`` formulas in each image's own ``order`` (hue:
+    :func:`rotate_hue` with ``pil=True``), clipped to [0, 255] after every
+    step. No host sync: each blend is one batched colour matrix and offset
+    per image (``baddbmm``); images not jittered come back bit for bit.
 
     Args:
         images: Float tensor of shape (B, C, H, W) in [0, 255]; RGB (C = 3)
             for saturation and hue, any C for brightness and contrast.
-        params: Output of :func:`color_params` for B images; without
-            ``enabled``, every adjustment counts as enabled; without
-            ``apply``, every image counts as jittered.
+        params: :func:`color_params` of B images (without ``enabled`` /
+            ``apply``: every adjustment enabled, every image jittered).
 
     Returns:
         Tensor of shape (B, C, H, W) in [0, 255].
@@ -285,11 +274,9 @@ def color_jitter(images: Tensor, params: Dict[str, Any]) -> Tensor:
 
 
 class ColorJitterView(ColorJitterSettings, ViewAugment):
-    """Colour jitter with probability ``jitter_prob``: ``brightness``,
-    ``contrast``, ``saturation`` (strengths >= 0) and ``hue`` (in [0, 0.5],
-    a fraction of a turn), in a random order per view (needs RGB views for
-    saturation and hue). Random numbers: columns 0-8 of the shared draw
-    (whether to apply, the four factors, the keys of the order).
+    """Colour jitter with probability ``jitter_prob``, in a random order per
+    view (RGB views for saturation and hue). Random numbers: columns 0-8 of
+    the shared draw (apply, the four factors, the keys of the order).
     """
 
     columns = tuple(range(9))

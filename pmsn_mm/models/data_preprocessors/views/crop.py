@@ -1,13 +1,7 @@
 """Random resized crop + horizontal flip of a view group on the device: the
 first view augmentation, which turns a (padded, mixed-size) batch into its
-views (its settings: ``pmsn_mm/views/crop.py``).
-
-As torchvision's and mmpretrain's ``RandomResizedCrop`` + ``RandomFlip``:
-per view, the area fraction uniform in ``scale``, a log-uniform aspect
-ratio in ``ratio``, the first of 10 tries that fits else the central box
-of the extreme ratio, offsets uniform over the whole pixels, bilinear
-resize to ``size`` (antialiased when shrinking), mirrored with probability
-``flip_prob``.
+views, as torchvision's ``RandomResizedCrop`` + ``RandomFlip`` (settings:
+``pmsn_mm/views/crop.py``).
 """
 import math
 from typing import Any, Dict, Optional, Sequence, Tuple
@@ -28,16 +22,12 @@ def crop_corners(sizes: Tensor,
                  generator: Optional[torch.Generator] = None
                  ) -> Tuple[Tensor, Tensor]:
     """Random-resized-crop boxes of ``views`` views of every image, in each
-    image's own coordinates (mmpretrain's and torchvision's
-    ``RandomResizedCrop``: area fraction uniform in ``scale``, log-uniform
-    aspect ratio ``w / h``, the first of ``max_attempts`` tries that fits,
-    else the central box of the extreme ratio; offsets uniform over the
-    whole pixels).
+    image's own coordinates, as torchvision's ``RandomResizedCrop`` (the
+    first of ``max_attempts`` tries that fits, else the central box).
 
     Args:
         sizes: Tensor of shape (N, 2): each image's ``(width, height)``.
-        views: Boxes per image; box ``v * N + i`` is view ``v`` of image
-            ``i`` (view-major).
+        views: Boxes per image; box ``v * N + i``: view ``v`` of image ``i``.
         scale: Range of the crop area as a fraction of the image, in (0, 1].
         ratio: Range of the crop aspect ratio w / h, > 0.
         max_attempts: Tries per box before the central fallback, >= 1.
@@ -98,8 +88,7 @@ def replicate_edges(images: Tensor, heights: Tensor,
     border never mix in padding.
 
     Args:
-        images: Tensor of shape (B, C, H, W), image ``i`` in the top-left
-            ``heights[i] x widths[i]`` corner.
+        images: Tensor (B, C, H, W), image ``i`` in its top-left corner.
         heights: Long tensor of shape (B,).
         widths: Long tensor of shape (B,).
 
@@ -125,23 +114,20 @@ def crop_resize(images: Tensor,
                 image_index: Optional[Tensor] = None) -> Tensor:
     """Crop boxes out of a batch, resize them bilinearly, optionally mirror.
 
-    One ``torchvision.ops.roi_align`` call (``aligned=True``: pixel centres
-    at half-integers, as PIL, OpenCV and ``grid_sample(align_corners=
-    False)``; adaptive sampling: ``ceil(crop / output)`` bilinear samples
-    per output pixel and axis are averaged, so shrinking antialiases and
-    enlarging is plain bilinear). Outside the batch tensor, samples clamp to
-    its border.
+    One ``torchvision.ops.roi_align`` call (``aligned=True``: pixel centres at
+    half-integers, as PIL, OpenCV and ``grid_sample(align_corners= False)``;
+    adaptive sampling: ``ceil(crop / output)`` bilinear samples per output
+    pixel and axis are averaged, so shrinking antialiases and enlarging is
+    plain bilinear). Outside the batch tensor, samples clamp to its border.
 
     Args:
         images: Float tensor of shape (N, C, H, W).
         corner: Tensor of shape (B, 2): each box's ``(left, top)``.
         extent: Tensor of shape (B, 2): each box's ``(width, height)``.
         size: Output ``(h, w)``.
-        flip: Optional bool tensor of shape (B,) (or (B, 1, 1, 1)): mirror
-            horizontally.
-        image_index: Optional tensor of shape (B,): the image of each box
-            (default: box ``b`` of image ``b mod N``, i.e. the view-major
-            boxes of :func:`crop_corners`).
+        flip: Optional bool tensor of B values: mirror horizontally.
+        image_index: Optional tensor (B,): each box's image (default
+            ``b mod N``: the view-major boxes of :func:`crop_corners`).
 
     Returns:
         Tensor of shape (B, C, size[0], size[1]).
@@ -166,11 +152,10 @@ def crop_resize(images: Tensor,
 
 
 class CropResizeFlip(CropSettings, ViewAugment):
-    """Random resized crop to ``size``, then a horizontal flip with
-    probability ``flip_prob`` (its settings:
-    :class:`~pmsn_mm.views.CropSettings`). Random numbers: the boxes (its
-    own draw, before the group's shared one) and column 9 of the shared
-    draw (the flip).
+    """Random resized crop to ``size``, then a horizontal flip with probability
+    ``flip_prob`` (its settings: :class:`~pmsn_mm.views.CropSettings`). Random
+    numbers: the boxes (its own draw, before the group's shared one) and column
+    9 of the shared draw (the flip).
     """
 
     columns = (9, )

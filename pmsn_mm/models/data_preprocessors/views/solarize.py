@@ -1,7 +1,6 @@
-"""Solarize of a view group on the device: with probability
-``solarize_prob`` the pixels of a view at or above ``solarize_threshold``
-are inverted (mmcv's ``solarize``; its settings:
-``pmsn_mm/views/solarize.py``)."""
+"""Solarize of a view group on the device: with probability ``solarize_prob``
+the pixels of a view at or above ``solarize_threshold`` are inverted (mmcv's
+``solarize``; its settings: ``pmsn_mm/views/solarize.py``)."""
 from typing import Any, Dict
 
 import torch
@@ -30,8 +29,7 @@ def solarize(images: Tensor, mask: Tensor,
 
 class Solarize(SolarizeSettings, ViewAugment):
     """Solarize with probability ``solarize_prob`` at ``solarize_threshold``
-    (on the [0, 255] scale). Random numbers: column 12 of the shared
-    draw."""
+    (on the [0, 255] scale). Random numbers: column 12 of the shared draw."""
 
     columns = (12, )
     coin_prob = 'solarize_prob'
