@@ -17,7 +17,8 @@ use, so reading the tables builds nothing):
   :func:`split_key`, :func:`describe_pipeline`, :func:`build_probe_model`,
   :data:`ENTRY_KEYS`.
 - :mod:`.building`: :func:`plain_optim_wrapper_cfg`,
-  :func:`quiet_current_logger`, :func:`scheduler_curves`.
+  :func:`quiet_current_logger`, :func:`scheduler_curves`,
+  :func:`training_precision`.
 - :mod:`.paper_quotes`: the paper sentences the tables quote.
 
 :mod:`.pretraining` and :mod:`.evaluation` import the ``pmsn_mm``
@@ -50,6 +51,7 @@ _MODULE_OF = {
     'plain_optim_wrapper_cfg': 'building',
     'quiet_current_logger': 'building',
     'scheduler_curves': 'building',
+    'training_precision': 'building',
 }
 
 __all__ = sorted(_MODULE_OF)

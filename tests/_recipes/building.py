@@ -1,6 +1,7 @@
 """A config's parts built as mmengine's Runner builds them, for the recipe
-checkers: the optimizer wrapper without AMP, the parameter schedulers stepped
-through a run, and a quiet logger while they are built.
+checkers: the optimizer wrapper without AMP (and the precision the AMP wrapper
+sets), the parameter schedulers stepped through a run, and a quiet logger
+while they are built.
 """
 import contextlib
 import copy
@@ -17,20 +18,44 @@ from mmengine.registry import OPTIM_WRAPPERS, PARAM_SCHEDULERS
 import pmsn_mm.engine  # noqa: F401  (registers DeviceAwareAmpOptimWrapper)
 
 
+def _is_amp(wrapper: ConfigDict) -> bool:
+    kind = wrapper.get('type', 'OptimWrapper')
+    cls = OPTIM_WRAPPERS.get(kind) if isinstance(kind, str) else kind
+    return isinstance(cls, type) and issubclass(cls, AmpOptimWrapper)
+
+
+def training_precision(cfg: Config) -> str:
+    """The precision a config trains in: ``'fp32'``, or the autocast dtype
+    of its AMP wrapper (``'bf16'`` / ``'fp16'``; mmengine's
+    ``AmpOptimWrapper`` without ``dtype`` autocasts to float16).
+
+    Args:
+        cfg: A config with ``optim_wrapper``.
+    """
+    wrapper = cfg.optim_wrapper
+    if not _is_amp(wrapper):
+        return 'fp32'
+    dtype = wrapper.get('dtype') or 'float16'
+    name = str(dtype).replace('torch.', '')
+    names = {'float16': 'fp16', 'bfloat16': 'bf16'}
+    if name not in names:
+        raise ValueError(f'optim_wrapper.dtype {dtype!r} is not one of '
+                         f'{", ".join(names)}.')
+    return names[name]
+
+
 def plain_optim_wrapper_cfg(cfg: Config) -> ConfigDict:
     """``cfg.optim_wrapper`` with an AMP wrapper replaced by the plain one.
 
-    AMP (``AmpOptimWrapper``, ``DeviceAwareAmpOptimWrapper``) is a numerics
-    choice, not a recipe value, and mmengine's AMP wrapper refuses to build
-    without CUDA; the plain wrapper holds the same optimizer.
+    mmengine's AMP wrapper refuses to build without CUDA; the plain wrapper
+    holds the same optimizer (the precision is read by
+    :func:`training_precision`).
 
     Args:
         cfg: A config with ``optim_wrapper``.
     """
     wrapper = copy.deepcopy(cfg.optim_wrapper)
-    kind = wrapper.get('type', 'OptimWrapper')
-    cls = OPTIM_WRAPPERS.get(kind) if isinstance(kind, str) else kind
-    if isinstance(cls, type) and issubclass(cls, AmpOptimWrapper):
+    if _is_amp(wrapper):
         wrapper.type = 'OptimWrapper'
         wrapper.pop('loss_scale', None)
         wrapper.pop('dtype', None)

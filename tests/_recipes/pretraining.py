@@ -28,7 +28,7 @@ from torch import nn
 from pmsn_mm import engine, models  # noqa: F401  (the registered classes)
 from pmsn_mm.views import pipeline_recipe_fields, recipe_fields
 from .building import (plain_optim_wrapper_cfg, quiet_current_logger,
-                       scheduler_curves)
+                       scheduler_curves, training_precision)
 from .tables import name_batch, round_value
 
 #: Epoch length used to step epoch-based schedulers (any length gives the
@@ -260,6 +260,7 @@ def _optimizer(cfg: Config, model: nn.Module) -> Dict[str, Any]:
         betas=round_value(defaults.get('betas')),
         momentum=round_value(defaults.get('momentum')),
         clip_grad=None if not clip else round_value(clip.get('max_norm')),
+        precision=training_precision(cfg),
         _optimizer=opt)
 
 
