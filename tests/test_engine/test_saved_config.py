@@ -47,7 +47,13 @@ def run(tmp_path_factory):
         runner = RUNNERS.build(cfg)  # runner_type='PMSNRunner': ours
     assert isinstance(runner, PMSNRunner)
     runner.train()
-    return runner, cfg
+    yield runner, cfg
+    # the config's persistent loader workers stop with the module, not at
+    # the test process's exit (where their shutdown can be interrupted);
+    # torch has no public call for it
+    iterator = runner.train_dataloader._iterator
+    if iterator is not None:
+        iterator._shutdown_workers()
 
 
 def test_the_run_is_fitted_to_the_machine(run):
