@@ -1,5 +1,8 @@
 """Tiny configs shared by tests (written to tmp dirs at test time)."""
+import ast
 import os.path as osp
+import subprocess
+import sys
 from typing import Optional
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
@@ -108,3 +111,28 @@ def small_knn_eval(cfg, memory: int = 100, query: int = 40,
 def without_val(cfg) -> None:
     """Drop a config's val loop (dataloader, evaluator, loop)."""
     cfg.val_dataloader = cfg.val_evaluator = cfg.val_cfg = None
+
+
+def modules_after_bare_import(subpackage: str, prefixes: tuple) -> list:
+    """The modules loaded by importing ``pmsn_mm.<subpackage>`` alone in a
+    fresh interpreter (``pmsn_mm/__init__``, which registers every
+    subpackage, skipped) whose names start with one of ``prefixes``.
+
+    Args:
+        subpackage: E.g. ``'datasets'``.
+        prefixes: E.g. ``('torch.', 'pmsn_mm.models')``; a name equal to a
+            prefix without its trailing dot counts too.
+    """
+    code = (
+        'import sys, types\n'
+        "pkg = types.ModuleType('pmsn_mm')\n"
+        f"pkg.__path__ = [{REPO!r} + '/pmsn_mm']\n"
+        "sys.modules['pmsn_mm'] = pkg\n"
+        f'import pmsn_mm.{subpackage}\n'
+        f'prefixes = {tuple(prefixes)!r}\n'
+        'print(sorted(m for m in sys.modules if any(\n'
+        "    m.startswith(p) or m == p.rstrip('.') for p in prefixes)))\n")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                         text=True, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    return ast.literal_eval(out.stdout.strip().splitlines()[-1])

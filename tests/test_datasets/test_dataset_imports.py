@@ -4,13 +4,11 @@ live in pmsn_mm/views/)."""
 import ast
 import glob
 import os.path as osp
-import subprocess
-import sys
 from typing import List
 
 import pytest
 
-from tests._configs import REPO
+from tests._configs import REPO, modules_after_bare_import
 
 DATASETS = osp.join(REPO, 'pmsn_mm', 'datasets')
 
@@ -79,16 +77,7 @@ def test_importing_the_datasets_loads_no_models():
     """``import pmsn_mm.datasets`` with ``pmsn_mm/__init__`` skipped (it
     registers every subpackage, models included): no pmsn_mm.models module
     is loaded."""
-    code = (
-        'import sys, types\n'
-        "pkg = types.ModuleType('pmsn_mm')\n"
-        f"pkg.__path__ = [{REPO!r} + '/pmsn_mm']\n"
-        "sys.modules['pmsn_mm'] = pkg\n"
-        'import pmsn_mm.datasets\n'
-        "assert 'pmsn_mm.datasets.transforms.loading' in sys.modules\n"
-        "print(sorted(m for m in sys.modules "
-        "if m.startswith('pmsn_mm.models')))\n")
-    out = subprocess.run([sys.executable, '-c', code], capture_output=True,
-                         text=True, cwd=REPO)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().splitlines()[-1] == '[]'
+    loaded = modules_after_bare_import(
+        'datasets', ('pmsn_mm.datasets.transforms.loading', 'pmsn_mm.models'))
+    assert 'pmsn_mm.datasets.transforms.loading' in loaded
+    assert [m for m in loaded if m.startswith('pmsn_mm.models')] == []

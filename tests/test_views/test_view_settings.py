@@ -2,8 +2,6 @@
 pure Python, each unit's recipe-table rows of a device group and of a
 per-sample pipeline, and the colour jitter maths that the per-sample
 transform and the device view share."""
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,7 +12,7 @@ from pmsn_mm.views import (SETTINGS, VIEW_FIELDS, GrayscaleSettings,
                            check_view_group, jitter_range,
                            pipeline_recipe_fields, recipe_fields,
                            rotate_hue_8bit, view_defaults, view_fields)
-from tests._configs import REPO
+from tests._configs import modules_after_bare_import
 
 #: Rows of a per-sample pipeline without any view transform, by hand.
 ABSENT = dict(num_views=1, size=None, scale=None, ratio=None, flip_prob=0.0,
@@ -26,18 +24,8 @@ ABSENT = dict(num_views=1, size=None, scale=None, ratio=None, flip_prob=0.0,
 def test_the_settings_import_no_torch_and_no_models():
     """``pmsn_mm.views`` alone (``pmsn_mm/__init__`` skipped: it imports
     every subpackage) loads neither torch nor numpy nor pmsn_mm.models."""
-    code = (
-        'import sys, types\n'
-        "pkg = types.ModuleType('pmsn_mm')\n"
-        f"pkg.__path__ = [{REPO!r} + '/pmsn_mm']\n"
-        "sys.modules['pmsn_mm'] = pkg\n"
-        'import pmsn_mm.views\n'
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('torch', 'numpy') or m.startswith('pmsn_mm.models')))\n")
-    out = subprocess.run([sys.executable, '-c', code], capture_output=True,
-                         text=True, cwd=REPO)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == '[]'
+    assert modules_after_bare_import(
+        'views', ('torch.', 'numpy.', 'pmsn_mm.models')) == []
 
 
 def test_a_pipeline_without_view_transforms():
